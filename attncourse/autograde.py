@@ -1,0 +1,30 @@
+"""Autograde a set of submissions in a scratch course directory and return their scores.
+
+This is how the test suite and the demo run the real ``nbgrader autograde``
+on many submissions at once: copy the course, release the assignment (which
+records its cells in a fresh gradebook), write the submissions, autograde.
+"""
+
+from attncourse.course import nbgrader, scratch_course
+from attncourse.gradebook import cell_scores
+from attncourse.submissions import write_submission
+
+
+def prepare(course_dir, assignments):
+    """A scratch course at ``course_dir`` with ``assignments`` released into its gradebook."""
+    course = scratch_course(course_dir)
+    for assignment in assignments:
+        nbgrader("generate_assignment", assignment, "--force", cwd=course, quiet=True)
+    return course
+
+
+def autograde_submissions(course_dir, assignment, submissions):
+    """Autograde ``{student: notebook}`` for ``assignment``; return student -> grade_id -> score.
+
+    Each value of the result maps a grade_id to ``(score, max_score, needs_manual_grade)``.
+    """
+    course = prepare(course_dir, [assignment])
+    for student, nb in submissions.items():
+        write_submission(course, student, assignment, nb)
+    nbgrader("autograde", assignment, "--force", cwd=course, check=False, quiet=True)
+    return cell_scores(course, assignment)

@@ -1,0 +1,47 @@
+"""Where the course lives and how to call nbgrader on it."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS = ("attention_variants", "attention_worksheet", "attention_theory")
+
+
+def assignments(root=ROOT):
+    """Assignment ids present under ``root/source``, in course order."""
+    present = {p.name for p in (Path(root) / "source").iterdir() if p.is_dir()}
+    return [a for a in ASSIGNMENTS if a in present] + sorted(present - set(ASSIGNMENTS))
+
+
+def notebook_path(root, folder, assignment, student=None):
+    """Path of an assignment's notebook in ``folder`` (source, release, submitted, autograded, ...)."""
+    base = Path(root) / folder
+    if student is not None:
+        base = base / student
+    return base / assignment / f"{assignment}.ipynb"
+
+
+def nbgrader(*args, cwd=ROOT, check=True, quiet=False):
+    """Run an nbgrader command in the course directory ``cwd``."""
+    cmd = [str(Path(sys.executable).with_name("nbgrader")), *map(str, args)]
+    if not Path(cmd[0]).exists():
+        cmd[0] = shutil.which("nbgrader") or "nbgrader"
+    out = subprocess.DEVNULL if quiet else None
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run(cmd, cwd=cwd, check=check, stdout=out, stderr=out, env=env)
+
+
+def scratch_course(dest, root=ROOT):
+    """Copy the course's config and ``source/`` into ``dest`` (a fresh course directory)."""
+    dest = Path(dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copy2(Path(root) / "nbgrader_config.py", dest / "nbgrader_config.py")
+    shutil.copytree(
+        Path(root) / "source", dest / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+    )
+    return dest

@@ -1,0 +1,19 @@
+"""nbgrader configuration of the attention course (instructor side)."""
+
+c = get_config()  # noqa: F821
+
+c.CourseDirectory.course_id = "attention"
+c.CourseDirectory.assignment_id = ""
+
+# Seconds a single cell may run when autograding before it is interrupted and loses its points.
+c.Execute.timeout = 120
+
+# Load the tamper-resistant checking helpers before the first student cell runs.
+c.Execute.extra_arguments = [
+    "--HistoryManager.hist_file=:memory:",
+    "--IPKernelApp.exec_lines=['import attncourse.checks']",
+]
+
+# Students may not edit the question, setup and test cells.
+c.LockCells.lock_readonly_cells = True
+c.LockCells.lock_grade_cells = True
