@@ -160,6 +160,17 @@ def assert_no_torch(obj, namespace, part):
     assert_no_names(obj, namespace, part, ("torch", "nn"), "this part must use numpy only, not torch")
 
 
+def _target_names(node):
+    """Names bound by an assignment target (tuples unpacked)."""
+    if _isinstance(node, ast.Name):
+        return [node.id]
+    if _isinstance(node, (ast.Tuple, ast.List)):
+        return [name for elt in node.elts for name in _target_names(elt)]
+    if _isinstance(node, ast.Starred):
+        return _target_names(node.value)
+    return []
+
+
 def assert_one_statement_per_output(func, namespace, part, outputs):
     """Fail unless each output name of ``func`` is assigned exactly once, in one statement.
 
