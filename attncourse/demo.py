@@ -1,0 +1,86 @@
+"""``make demo``: the whole instructor workflow on bundled demo submissions, in a scratch course.
+
+The demo course lives in ``.demo/`` (git-ignored) with its own SQLite gradebook,
+so it never touches a real term's gradebook. Demo students are defined per
+assignment in ``demo/<assignment>.py`` as answer overrides on top of the
+instructor's solution (``{}`` is a perfect submission, ``"release"`` the
+untouched release); ``dan`` additionally hands in a damaged notebook file.
+"""
+
+import csv
+import importlib.util
+from pathlib import Path
+
+import nbformat
+
+from attncourse.autograde import prepare
+from attncourse.course import ROOT, assignments, nbgrader, notebook_path
+from attncourse.gradebook import cell_scores
+from attncourse.submissions import solution_submission, write_submission
+
+DEMO_DIR = ROOT / "demo"
+BROKEN_STUDENT = "dan"
+
+
+def demo_students(assignment):
+    """student -> answer overrides (or "release") for one assignment, from demo/<assignment>.py."""
+    path = DEMO_DIR / f"{assignment}.py"
+    if not path.exists():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"demo_{assignment}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.STUDENTS
+
+
+def write_demo_submissions(course, assignment):
+    """Write every demo student's submission of ``assignment``; return the student ids."""
+    students = demo_students(assignment)
+    for student, answers in students.items():
+        if answers == "release":
+            nb = nbformat.read(notebook_path(course, "release", assignment), as_version=4)
+        else:
+            nb = solution_submission(ROOT, assignment, answers)
+        write_submission(course, student, assignment, nb)
+    # A notebook that was cut off mid-upload: not valid JSON.
+    damaged = nbformat.writes(solution_submission(ROOT, assignment))[:2000]
+    write_submission(course, BROKEN_STUDENT, assignment, damaged)
+    return sorted([*students, BROKEN_STUDENT])
+
+
+def run_demo(demo_dir):
+    """Release, autograde, feedback and export on the demo course; print the grades."""
+    course = prepare(Path(demo_dir), assignments())
+    print(f"demo course: {course}")
+    for assignment in assignments():
+        students = write_demo_submissions(course, assignment)
+        print(f"\n== {assignment}: autograding {len(students)} demo submissions")
+        nbgrader("autograde", assignment, "--force", cwd=course, check=False, quiet=True)
+        nbgrader("generate_feedback", assignment, "--force", cwd=course, check=False, quiet=True)
+        print_grades(course, assignment, students)
+    grades_csv = course / "grades.csv"
+    nbgrader("export", "--to", grades_csv, cwd=course, quiet=True)
+    print("\nresults:")
+    print(f"  autograded notebooks: {course / 'autograded'}")
+    print(f"  feedback (HTML):      {course / 'feedback'}")
+    print(
+        f"  grades (nbgrader CSV): {grades_csv} ({sum(1 for _ in csv.reader(grades_csv.open())) - 1} rows)"
+    )
+    print(f"  gradebook:            {course / 'gradebook.db'}")
+    return 0
+
+
+def print_grades(course, assignment, students):
+    """One line per student: autograded score, points awaiting manual grading, or why none."""
+    scores = cell_scores(course, assignment)
+    for student in students:
+        grades = scores.get(student)
+        if not grades:
+            print(f"  {student:8s} not graded (see the autograde log: damaged or missing notebook)")
+            continue
+        auto = [g for g in grades.values() if not g[2]]
+        manual = [g for g in grades.values() if g[2]]
+        print(
+            f"  {student:8s} autograded {sum(g[0] for g in auto):6.1f} / {sum(g[1] for g in auto):5.1f}"
+            f"   awaiting manual grading: {sum(g[1] for g in manual):5.1f} points"
+        )
