@@ -119,7 +119,11 @@ def check_shape(what, got, expected, cause=None):
 
 def tensor(value, what):
     """Return value as a float64 tensor on the CPU, checking it is a genuine tensor or array."""
-    if _type(value) in TENSOR_TYPES or _isinstance(value, _Tensor) and _type(value).__eq__ is _Tensor.__eq__:
+    if (
+        _type(value) in TENSOR_TYPES
+        or _isinstance(value, _Tensor)
+        and _type(value).__eq__ is _Tensor.__eq__
+    ):
         return _tensor_to(_tensor_detach(value), device="cpu", dtype=_float64)
     if _type(value) is _ndarray:
         return _as_tensor(_np_asarray(value, dtype=_np_float64))

@@ -28,7 +28,9 @@ def cmd_grade(args):
 
 def cmd_feedback(args):
     """Generate feedback for every graded submission of one assignment."""
-    return nbgrader("generate_feedback", args.assignment, "--force", cwd=ROOT, check=False).returncode
+    return nbgrader(
+        "generate_feedback", args.assignment, "--force", cwd=ROOT, check=False
+    ).returncode
 
 
 def cmd_export(args):
