@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ASSIGNMENT ?= attention_variants
 WORKERS ?= $(shell nproc)
+# nbgrader runs alembic (and kernels) from PATH.
+export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: venv demo test test-fast lint format release grade feedback export report bench formgrader collect-lms clean
 

@@ -30,8 +30,13 @@ def nbgrader(*args, cwd=ROOT, check=True, quiet=False):
     if not Path(cmd[0]).exists():
         cmd[0] = shutil.which("nbgrader") or "nbgrader"
     out = subprocess.DEVNULL if quiet else None
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, "PATH": venv_path(), "PYTHONWARNINGS": "ignore"}
     return subprocess.run(cmd, cwd=cwd, check=check, stdout=out, stderr=out, env=env)
+
+
+def venv_path():
+    """PATH with this interpreter's bin first (nbgrader runs ``alembic`` from PATH)."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 def scratch_course(dest, root=ROOT):
