@@ -1,5 +1,7 @@
 """nbgrader configuration of the attention course (instructor side)."""
 
+import os
+
 c = get_config()  # noqa: F821
 
 c.CourseDirectory.course_id = "attention"
@@ -17,3 +19,10 @@ c.Execute.extra_arguments = [
 # Students may not edit the question, setup and test cells.
 c.LockCells.lock_readonly_cells = True
 c.LockCells.lock_grade_cells = True
+
+# Exchange for release_assignment / collect / release_feedback: <course>/exchange (git-ignored).
+# On a JupyterHub use one directory every user can reach: c.Exchange.root = "/srv/nbgrader/exchange"
+c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+
+# nbgrader zip_collect (make collect-lms): read student and notebook from Canvas/Moodle file names.
+c.ZipCollectApp.collector_plugin = "attncourse.lms.LmsCollector"
