@@ -54,5 +54,27 @@ report: venv
 bench: venv
 	$(BIN)/attncourse bench
 
+.PHONY: collect return-feedback release-zip workload
+PORT ?= 8888
+
+collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
+	$(BIN)/attncourse collect $(ASSIGNMENT)
+
+return-feedback: venv  ## put ASSIGNMENT's feedback in the exchange for students to fetch
+	$(BIN)/attncourse return-feedback $(ASSIGNMENT)
+
+collect-lms: venv  ## ZIP=<Canvas or Moodle download> [ROSTER=roster.csv ROSTER_COLUMNS=ID,SIS Login ID]
+	@test -n "$(ZIP)" || { echo "usage: make collect-lms ZIP=submissions.zip ASSIGNMENT=$(ASSIGNMENT) [ROSTER=roster.csv]"; exit 2; }
+	$(BIN)/attncourse collect-lms "$(ZIP)" $(ASSIGNMENT) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ROSTER_COLUMNS),--roster-columns "$(ROSTER_COLUMNS)")
+
+release-zip: venv  ## dist/<assignment>.zip of each release/ folder, for an LMS or a download link
+	$(BIN)/attncourse release-zip
+
+formgrader: venv  ## JupyterLab with formgrader on 127.0.0.1:PORT, token printed
+	$(BIN)/attncourse formgrader --port $(PORT)
+
+workload: venv  ## minutes of manual grading per student, from the mark schemes
+	$(BIN)/attncourse workload
+
 clean:
 	rm -rf .demo autograded feedback reports gradebook.db .pytest_cache .ruff_cache

@@ -7,9 +7,12 @@ from attncourse.course import ROOT, assignments, nbgrader
 
 
 def cmd_release(args):
-    """Build release/ from source/ with nbgrader generate_assignment."""
+    """Build release/ from source/ (generate_assignment) and publish it to the exchange."""
+    from attncourse.exchange import publish
+
     for assignment in args.assignments or assignments():
         nbgrader("generate_assignment", assignment, "--force", cwd=ROOT)
+        publish(assignment)
     return 0
 
 
@@ -38,6 +41,56 @@ def cmd_export(args):
     return nbgrader("export", cwd=ROOT, check=False).returncode
 
 
+def cmd_collect(args):
+    """Collect the students' submissions of one assignment from the exchange."""
+    from attncourse.exchange import collect
+
+    return collect(args.assignment).returncode
+
+
+def cmd_return_feedback(args):
+    """Put the generated feedback of one assignment in the exchange for students to fetch."""
+    from attncourse.exchange import return_feedback
+
+    return return_feedback(args.assignment).returncode
+
+
+def cmd_collect_lms(args):
+    """Collect a Canvas or Moodle download (zip) into submitted/ and report what did not match."""
+    from attncourse.lms import collect_lms, report
+
+    columns = args.roster_columns.split(",") if args.roster_columns else None
+    entries, roster = collect_lms(
+        args.zip, args.assignment, roster=args.roster, roster_columns=columns
+    )
+    print("\n".join(report(entries, roster)))
+    return 0 if any(e.reason is None for e in entries.values()) else 1
+
+
+def cmd_release_zip(args):
+    """Write dist/<assignment>.zip with exactly what release/<assignment>/ holds."""
+    from attncourse.lms import release_zip
+
+    for assignment in args.assignments or assignments():
+        print(f"wrote {release_zip(assignment)}")
+    return 0
+
+
+def cmd_formgrader(args):
+    """Start JupyterLab with formgrader on the course (127.0.0.1, fresh token)."""
+    from attncourse.formgrader import serve
+
+    return serve(port=args.port)
+
+
+def cmd_workload(args):
+    """Print how long grading the written answers by hand takes per student."""
+    from attncourse.formgrader import workload_table
+
+    print(workload_table())
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="attncourse", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -61,6 +114,32 @@ def build_parser():
 
     p = sub.add_parser("export", help=cmd_export.__doc__)
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("collect", help=cmd_collect.__doc__)
+    p.add_argument("assignment")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("return-feedback", help=cmd_return_feedback.__doc__)
+    p.add_argument("assignment")
+    p.set_defaults(func=cmd_return_feedback)
+
+    p = sub.add_parser("collect-lms", help=cmd_collect_lms.__doc__)
+    p.add_argument("zip", help="the LMS's download of all submissions")
+    p.add_argument("assignment")
+    p.add_argument("--roster", help="CSV mapping LMS ids to student ids")
+    p.add_argument("--roster-columns", help="LMS_COLUMN,STUDENT_COLUMN (default lms_id,student_id)")
+    p.set_defaults(func=cmd_collect_lms)
+
+    p = sub.add_parser("release-zip", help=cmd_release_zip.__doc__)
+    p.add_argument("assignments", nargs="*")
+    p.set_defaults(func=cmd_release_zip)
+
+    p = sub.add_parser("formgrader", help=cmd_formgrader.__doc__)
+    p.add_argument("--port", type=int, default=8888)
+    p.set_defaults(func=cmd_formgrader)
+
+    p = sub.add_parser("workload", help=cmd_workload.__doc__)
+    p.set_defaults(func=cmd_workload)
     return parser
 
 
