@@ -20,6 +20,36 @@ c.Execute.extra_arguments = [
 c.LockCells.lock_readonly_cells = True
 c.LockCells.lock_grade_cells = True
 
+# Before a submission runs: scan it for tampering (imports, rebinding torch/np/builtins, locked-cell edits).
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "attncourse.integrity.IntegrityScan",  # before OverwriteCells restores the locked cells
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# After it ran: withhold the points of parts with integrity findings; show graders the mark scheme.
+c.Autograde.autograde_preprocessors = [
+    "nbgrader.preprocessors.Execute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "attncourse.integrity.WithholdIntegrity",  # after SaveAutoGrades: zero the part, comment why
+    "attncourse.markscheme.InsertMarkScheme",  # graders-only cell under each written answer
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# Feedback shows each test's result and message, never hidden-test source, tracebacks or mark schemes.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "attncourse.feedback.HideHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+# nbgrader export writes nbgrader's grades.csv and a Canvas gradebook import file beside it.
+c.ExportApp.plugin_class = "attncourse.export.CourseExport"
+
 # Exchange for release_assignment / collect / release_feedback: <course>/exchange (git-ignored).
 # On a JupyterHub use one directory every user can reach: c.Exchange.root = "/srv/nbgrader/exchange"
 c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")

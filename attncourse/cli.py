@@ -30,15 +30,33 @@ def cmd_grade(args):
 
 
 def cmd_feedback(args):
-    """Generate feedback for every graded submission of one assignment."""
-    return nbgrader(
-        "generate_feedback", args.assignment, "--force", cwd=ROOT, check=False
-    ).returncode
+    """Generate feedback (test results and messages, no hidden tests) for one assignment."""
+    from attncourse.feedback import generate_feedback
+
+    return generate_feedback(ROOT, args.assignment)
 
 
 def cmd_export(args):
-    """Export grades to grades.csv with nbgrader's exporter."""
-    return nbgrader("export", cwd=ROOT, check=False).returncode
+    """Export grades to grades.csv (nbgrader's) and canvas_grades.csv (Canvas import)."""
+    from attncourse.export import export_grades
+
+    return export_grades(ROOT, roster=args.roster)
+
+
+def cmd_report(args):
+    """Write the HTML grading report (scores, failing tests, integrity, timing)."""
+    from attncourse.report import build_report
+
+    print(f"wrote {build_report(ROOT, args.out)}")
+    return 0
+
+
+def cmd_scan(args):
+    """Scan the submitted notebooks of one assignment for tampering, without running them."""
+    from attncourse.integrity import print_findings, scan_submissions
+
+    print_findings(scan_submissions(ROOT, args.assignment))
+    return 0
 
 
 def cmd_collect(args):
@@ -113,7 +131,16 @@ def build_parser():
     p.set_defaults(func=cmd_feedback)
 
     p = sub.add_parser("export", help=cmd_export.__doc__)
+    p.add_argument("--roster", help="Canvas gradebook export CSV giving Canvas ids")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("report", help=cmd_report.__doc__)
+    p.add_argument("--out", default=str(ROOT / "reports" / "index.html"))
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("scan", help=cmd_scan.__doc__)
+    p.add_argument("assignment")
+    p.set_defaults(func=cmd_scan)
 
     p = sub.add_parser("collect", help=cmd_collect.__doc__)
     p.add_argument("assignment")
