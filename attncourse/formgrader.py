@@ -58,6 +58,9 @@ def lab_command(course, port, token):
         "--ServerApp.port_retries=0",
         f"--ServerApp.root_dir={Path(course).resolve()}",
         f"--IdentityProvider.token={token}",
+        # No news feed and no update check: the grading server calls nobody.
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")

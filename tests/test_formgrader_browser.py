@@ -1,0 +1,157 @@
+"""Grading by hand in a real browser: JupyterLab's formgrader, driven by Playwright.
+
+The browser is Debian's Chromium (``/usr/bin/chromium``, installed with apt-get
+when missing and we are root), never one downloaded by a test tool. The test
+serves a scratch course with an autograded submission of ``attention_variants``,
+opens formgrader from JupyterLab's *Nbgrader* menu, grades a written answer
+(score and comment) and reads both back from the gradebook.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from contextlib import closing
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from attncourse.course import ROOT, nbgrader, notebook_path, scratch_course
+from attncourse.formgrader import manual_cells, running, workload_table
+from attncourse.gradebook import db_url
+from attncourse.submissions import solution_submission, write_submission
+
+ASSIGNMENT = "attention_variants"
+STUDENT = "alice"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+STUDENT_ANSWER = "The two ranks are equal, because the tiled matrix only repeats rows of W."
+COMMENT = "Equality is right; say why repeating rows leaves the row space unchanged."
+MANUAL_SCORE = 1.5
+
+
+def ensure_chromium():
+    """Debian's Chromium at /usr/bin/chromium, installed with apt-get when missing (as root)."""
+    if CHROMIUM.exists():
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip(
+            f"{CHROMIUM} is missing and cannot be installed here (needs root and apt-get); "
+            "install it with `apt-get install chromium`"
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    wait = ["-o", "DPkg::Lock::Timeout=600"]
+    for cmd in (
+        ["apt-get", *wait, "update", "-q"],
+        ["apt-get", *wait, "install", "-y", "-q", "chromium"],
+    ):
+        result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+        if result.returncode:
+            pytest.skip(
+                f"`{' '.join(cmd)}` failed, Chromium cannot be installed: {result.stderr[-800:]}"
+            )
+
+
+def first_criterion(source_cell):
+    """The opening words of the first mark-scheme criterion, as a grader reads them."""
+    scheme = source_cell.source.split("**Mark scheme**", 1)[1]
+    bullet = re.search(r"^\s*[-*]\s+(.+)$", scheme, re.MULTILINE)[1]
+    return re.split(r"[$*`\\]", bullet)[0].strip()[:40]
+
+
+@pytest.fixture(scope="module")
+def graded_course(tmp_path_factory):
+    """A scratch course where one student's submission of ASSIGNMENT is autograded."""
+    course = scratch_course(tmp_path_factory.mktemp("formgrader") / "course")
+    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course, quiet=True)
+    source = nbformat.read(notebook_path(course, "source", ASSIGNMENT), as_version=4)
+    written = manual_cells(source)[0].grade_id
+    nb = solution_submission(course, ASSIGNMENT, {written: STUDENT_ANSWER})
+    write_submission(course, STUDENT, ASSIGNMENT, nb)
+    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, quiet=True)
+    cell = next(
+        c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == written
+    )
+    return course, written, cell
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course, tmp_path):
+    ensure_chromium()
+    from playwright.sync_api import expect, sync_playwright
+
+    course, written, source_cell = graded_course
+    screenshot = tmp_path / "formgrader.png"
+    with running(course, tmp_path / "jupyterlab.log") as (base, token), sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            tempfile.mkdtemp(dir=tmp_path, prefix="chromium-profile-"),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab?token={token}")
+            page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+            page.get_by_role("menuitem", name="Formgrader", exact=True).click()
+
+            formgrader = page.frame_locator("iframe")
+            formgrader.get_by_role("link", name="Manual Grading").click()
+            formgrader.get_by_role("link", name=ASSIGNMENT, exact=True).click()
+            formgrader.get_by_role("link", name=ASSIGNMENT, exact=True).click()
+            formgrader.get_by_role("link", name="Submission #1").click()
+
+            score = formgrader.locator(f"input.score#{written}")
+            comment = formgrader.locator(f"textarea.comment#{written}-comment")
+            answer_cell = formgrader.locator("div.cell", has=score)
+            assert STUDENT_ANSWER in answer_cell.inner_text()
+            expect(score).to_have_class(re.compile(r"\bneeds_manual_grade\b"))
+
+            mark_scheme = answer_cell.locator("xpath=following-sibling::div[1]")
+            shown = mark_scheme.inner_text()
+            assert "Mark scheme (graders only)" in shown, f"no mark scheme under {written}"
+            assert first_criterion(source_cell) in shown
+
+            with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url) as saved:
+                score.fill(str(MANUAL_SCORE))
+                score.press("Tab")
+            assert saved.value.ok
+            with page.expect_response(lambda r: "/formgrader/api/comment/" in r.url) as saved:
+                comment.fill(COMMENT)
+                comment.press("Tab")
+            assert saved.value.ok
+            answer_cell.scroll_into_view_if_needed()
+            page.screenshot(path=screenshot)
+        finally:
+            browser.close()
+
+    assert screenshot.stat().st_size > 10_000
+    with closing(Gradebook(db_url(course), "attention")) as gb:
+        grade = gb.find_grade(written, ASSIGNMENT, ASSIGNMENT, STUDENT)
+        assert grade.manual_score == MANUAL_SCORE
+        assert not grade.needs_manual_grade
+        note = gb.find_comment(written, ASSIGNMENT, ASSIGNMENT, STUDENT)
+        assert note.manual_comment == COMMENT
+
+
+def test_readme_states_the_manual_grading_workload():
+    """The README's table of grading minutes is the one the mark schemes give today."""
+    readme = (ROOT / "README.md").read_text()
+    assert workload_table(ROOT) in readme, (
+        "README.md's manual-grading table is out of date; paste the output of `make workload`"
+    )
