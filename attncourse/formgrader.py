@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 
 from attncourse.course import ROOT, assignments, notebook_path, venv_path
+from attncourse.markscheme import solution_region
 
 # Reading speed for a written answer full of formulas, words per minute.
 READ_WPM = 120
@@ -37,7 +38,6 @@ MINUTES_PER_SUBMISSION = 1.0
 
 MARK_SCHEME = "**Mark scheme**"
 _CRITERION = re.compile(r"^\s*[-*]\s+\S", re.MULTILINE)
-_MARKER = re.compile(r"^\s*#*\s*(BEGIN|END) SOLUTION\s*$", re.MULTILINE)
 
 
 def free_port():
@@ -148,7 +148,7 @@ def manual_cells(nb):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if not meta.get("grade") or not (meta.get("solution") or meta.get("task")):
             continue
-        answer, _, scheme = _MARKER.sub("", cell.source).partition(MARK_SCHEME)
+        answer, _, scheme = solution_region(cell.source).partition(MARK_SCHEME)
         out.append(
             ManualCell(
                 grade_id=meta["grade_id"],
