@@ -74,15 +74,13 @@ def urls(port, token):
 
 
 def serve(course=ROOT, port=8888, token=None):
-    """Run JupyterLab on the course in the foreground until Ctrl-C; print where formgrader is."""
+    """Replace this process by JupyterLab on the course (Ctrl-C stops it); print where formgrader is."""
     token = token or secrets.token_hex(24)
     links = urls(port, token)
     print(f"JupyterLab:  {links['lab']}\nformgrader:  {links['formgrader']}", flush=True)
-    env = {**os.environ, "PATH": venv_path()}
-    try:
-        return subprocess.run(lab_command(course, port, token), cwd=course, env=env).returncode
-    except KeyboardInterrupt:
-        return 0
+    cmd = lab_command(course, port, token)
+    os.chdir(course)
+    os.execve(cmd[0], cmd, {**os.environ, "PATH": venv_path()})
 
 
 @contextmanager
