@@ -47,7 +47,11 @@ UNSTABLE_IDS = {"moodle"}
 
 @dataclass
 class Entry:
-    """What collection decided for one extracted file; ``reason`` is None when it was collected."""
+    """What collection decided for one extracted file; ``reason`` is None when it was collected.
+
+    ``student_id`` is known whenever the file name carries an LMS id the roster (if any) knows;
+    ``notebook`` only for collected files.
+    """
 
     path: str
     lms: str | None = None
@@ -91,6 +95,7 @@ def parse(relpath, notebooks, roster=None):
         entry.reason = "file name matches neither the Canvas nor the Moodle pattern"
         return entry
     entry.lms, entry.lms_id = lms, match["lms_id"]
+    entry.student_id = entry.lms_id if roster is None else roster.get(entry.lms_id)
     entry.late = bool(match.groupdict().get("late"))
     stem, ext = os.path.splitext(match["filename"])
     copy = COPY_SUFFIX.search(stem)
@@ -107,7 +112,6 @@ def parse(relpath, notebooks, roster=None):
         entry.reason = f"{lms} id {entry.lms_id} is not in the roster"
     else:
         entry.notebook = stem
-        entry.student_id = roster[entry.lms_id] if roster is not None else entry.lms_id
     return entry
 
 
@@ -215,7 +219,11 @@ def report(entries, roster=None):
         lines.append("not collected:")
         lines.extend(f"  {e.path}: {e.reason}" for e in skipped)
     if roster is not None:
-        missing = sorted(set(roster.values()) - {e.student_id for e in collected})
+        collected_ids = {e.student_id for e in collected}
+        unusable = sorted({e.student_id for e in skipped if e.student_id} - collected_ids)
+        if unusable:
+            lines.append(f"nothing collectable (see above) from: {', '.join(unusable)}")
+        missing = sorted(set(roster.values()) - {e.student_id for e in entries.values()})
         if missing:
             lines.append(f"no submission from {len(missing)} student(s): {', '.join(missing)}")
     elif any(e.lms in UNSTABLE_IDS for e in collected):

@@ -5,7 +5,7 @@ import zipfile
 import nbformat
 import pytest
 
-from attncourse.lms import collect_lms, parse, report
+from attncourse.lms import collect_lms, load_roster, parse, report
 
 ASSIGNMENT = "attention_variants"
 NOTEBOOKS = {ASSIGNMENT}
@@ -93,7 +93,8 @@ def test_canvas_download_lands_in_submitted_with_roster_ids(course, tmp_path):
     text = "\n".join(report(entries, table))
     assert "collected 3 notebook(s), skipped 4 file(s)" in text
     assert "jdoe" in text and "LATE" in text.split("jdoe")[1].split("\n")[0]
-    assert "no submission from 2 student(s): klee, mpark" in text
+    assert "nothing collectable (see above) from: klee" in text
+    assert "no submission from 1 student(s): mpark" in text
 
 
 def test_moodle_download_with_folders_and_flat_names(course, tmp_path):
@@ -172,3 +173,19 @@ def test_file_name_patterns(name, lms, lms_id, late):
     entry = parse(name, NOTEBOOKS)
     assert (entry.lms, entry.lms_id, entry.late, entry.reason) == (lms, lms_id, late, None)
     assert entry.student_id == lms_id and entry.notebook == ASSIGNMENT
+
+
+def test_moodle_grading_worksheet_works_as_roster(tmp_path):
+    """Moodle's worksheet names participants "Participant 2001"; the digits are the LMS id."""
+    worksheet = tmp_path / "grades.csv"
+    worksheet.write_text(
+        "\ufeffIdentifier,Full name,Email address,Status\n"
+        "Participant 2001,Jane Smith,jsmith@uni.example,Submitted\n"
+        "Participant 2002,John Doe,jdoe@uni.example,No submission\n"
+    )
+    roster = load_roster(worksheet, "Identifier", "Email address")
+    assert roster == {"2001": "jsmith@uni.example", "2002": "jdoe@uni.example"}
+    entry = parse(
+        "m/Jane Smith_2001_assignsubmission_file_/attention_variants.ipynb", NOTEBOOKS, roster
+    )
+    assert (entry.student_id, entry.reason) == ("jsmith@uni.example", None)
