@@ -13,6 +13,7 @@ expected, what came and, where it can be told, the likely mistake.
 import builtins
 import math
 import random
+import sys
 
 import numpy as np
 import torch
@@ -151,7 +152,7 @@ def closest_mistake(got, mistakes, tol):
     """Name of the known wrong answer that ``got`` reproduces within ``tol``, or None."""
     best = None
     for name, wrong in mistakes.items():
-        err = rel_error(got, wrong)
+        err = rel_error(got, tensor(wrong, name))
         if err <= tol and (best is None or err < best[1]):
             best = (name, err)
     return None if best is None else best[0]
@@ -179,3 +180,81 @@ def check_close(what, got, ref, tol, mistakes=None, shape_cause=None):
         f"relative error {err:.3e}",
         cause,
     )
+
+
+# Attributes of these objects are put back to their import-time values by
+# restore_pristine(), so a student cell that rebinds, say, ``torch.softmax``,
+# ``np.allclose`` or ``nn.Linear.forward`` cannot change what a hidden test computes.
+_PROTECTED = (
+    builtins,
+    torch,
+    torch.Tensor,
+    torch.nn,
+    torch.nn.Module,
+    torch.nn.Linear,
+    torch.nn.functional,
+    torch.linalg,
+    torch.testing,
+    np,
+    np.linalg,
+    np.testing,
+)
+_dict = builtins.dict
+_vars = builtins.vars
+_setattr = builtins.setattr
+_getattr = builtins.getattr
+_id = builtins.id
+_SNAPSHOTS = [(obj, _dict(_vars(obj))) for obj in _PROTECTED]
+_MISSING = object()
+
+
+def _restore(obj, snapshot):
+    current = _vars(obj)
+    for name, value in snapshot.items():
+        if current.get(name, _MISSING) is not value:
+            try:
+                _setattr(obj, name, value)
+            except (AttributeError, TypeError):
+                pass
+
+
+def protect(module):
+    """Snapshot ``module``'s globals now so restore_pristine() puts them back later."""
+    _SNAPSHOTS.append((module, _dict(_vars(module))))
+
+
+def restore_pristine():
+    """Undo any rebinding of torch, numpy, builtins or this module's helpers since import."""
+    for obj, snapshot in _SNAPSHOTS:
+        _restore(obj, snapshot)
+
+
+def call(func, args, what, cause=None):
+    """Call the student's ``func(*args)``; an exception becomes a GradingError that names it."""
+    if not callable(func):
+        fail(
+            f"{what}: expected a function",
+            "a function defined in the answer cell",
+            _type(func).__name__,
+        )
+    try:
+        return func(*args)
+    except GradingError:
+        raise
+    except Exception as error:
+        fail(f"{what} raised {_type(error).__name__}: {str(error)[:300]}", cause=cause)
+
+
+def shape_mistake(shape, candidates):
+    """Name of the candidate mistake whose shape equals ``shape``, or None."""
+    for name, wrong in candidates.items():
+        if _tuple(wrong) == shape:
+            return name
+    return None
+
+
+protect(sys.modules[__name__])
+
+# Load every assignment's hidden-test module now: the grading kernel imports this
+# module before the first student cell, so those modules capture pristine helpers too.
+import attncourse.grading  # noqa: E402,F401,I001

@@ -157,7 +157,9 @@ def assert_no_fused_attention(obj, namespace, part):
 
 def assert_no_torch(obj, namespace, part):
     """Fail if the answer (numpy only) uses torch."""
-    assert_no_names(obj, namespace, part, ("torch", "nn"), "this part must use numpy only, not torch")
+    assert_no_names(
+        obj, namespace, part, ("torch", "nn"), "this part must use numpy only, not torch"
+    )
 
 
 def _target_names(node):
@@ -171,30 +173,193 @@ def _target_names(node):
     return []
 
 
-def assert_one_statement_per_output(func, namespace, part, outputs):
-    """Fail unless each output name of ``func`` is assigned exactly once, in one statement.
+SIZE_FUNCTIONS = {"len", "int", "float", "round", "abs", "min", "max", "sqrt"}
+SIZE_METHODS = {"size", "numel", "dim"}
 
-    The answer may also return the expressions directly; a chain of
-    intermediate statements feeding an output breaks the rule.
+
+def _is_size(expr, sizes, params):
+    """True if ``expr`` computes only a size or scalar (shapes, ints, arithmetic on them)."""
+    if _isinstance(expr, ast.Constant):
+        return _isinstance(expr.value, (int, float))
+    if _isinstance(expr, ast.Name):
+        return expr.id in sizes
+    if _isinstance(expr, ast.Attribute):
+        return expr.attr in ("shape", "ndim")
+    if _isinstance(expr, ast.Subscript):
+        return _isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape"
+    if _isinstance(expr, (ast.Tuple, ast.List)):
+        return all(_is_size(e, sizes, params) for e in expr.elts)
+    if _isinstance(expr, (ast.BinOp, ast.UnaryOp)):
+        operands = [expr.left, expr.right] if _isinstance(expr, ast.BinOp) else [expr.operand]
+        return all(
+            (_isinstance(e, ast.Name) and e.id in params) or _is_size(e, sizes, params)
+            for e in operands
+        )
+    if _isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.id if _isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if _isinstance(func, ast.Attribute) and name in SIZE_METHODS:
+            return True
+        return name in SIZE_FUNCTIONS and all(
+            (_isinstance(a, ast.Name) and a.id in params) or _is_size(a, sizes, params)
+            for a in expr.args
+        )
+    return False
+
+
+def _own_nodes(func_node):
+    """AST nodes of a function body, not descending into nested functions or classes."""
+    todo = list(func_node.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not _isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _bindings(func_node):
+    """name -> [(line, value expression or None)] for every local binding in a function."""
+    bound = {}
+    for node in _own_nodes(func_node):
+        pairs = []
+        if _isinstance(node, ast.Assign):
+            for target in node.targets:
+                if _isinstance(target, (ast.Tuple, ast.List)) and _isinstance(
+                    node.value, (ast.Tuple, ast.List)
+                ):
+                    if len(target.elts) == len(node.value.elts):
+                        pairs.extend(zip(target.elts, node.value.elts, strict=True))
+                        continue
+                if _isinstance(target, (ast.Tuple, ast.List)) and _is_size(node.value, (), ()):
+                    pairs.extend((elt, ast.Constant(0)) for elt in target.elts)
+                    continue
+                pairs.append((target, node.value))
+        elif _isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+            pairs.append((node.target, None))
+        elif _isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            pairs.append((node.target, None))
+        elif _isinstance(node, (ast.With, ast.AsyncWith)):
+            pairs.extend((item.optional_vars, None) for item in node.items if item.optional_vars)
+        for target, value in pairs:
+            if _isinstance(target, ast.Subscript | ast.Attribute):
+                target = target.value
+                value = None
+            for name in _target_names(target):
+                bound.setdefault(name, []).append((node.lineno, value))
+    return bound
+
+
+def _size_locals(bound, params):
+    sizes = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in bound.items():
+            if name not in sizes and all(
+                v is not None and _is_size(v, sizes, params) for _, v in values
+            ):
+                sizes.add(name)
+                changed = True
+    return sizes
+
+
+def _tensor_like(func_node):
+    """Names the code treats as arrays: indexed, with an attribute taken, or in a ``@``."""
+    names = set()
+    for node in ast.walk(func_node):
+        if _isinstance(node, (ast.Attribute, ast.Subscript)) and _isinstance(node.value, ast.Name):
+            names.add(node.value.id)
+        if _isinstance(node, ast.BinOp) and _isinstance(node.op, ast.MatMult):
+            names |= {n.id for n in (node.left, node.right) if _isinstance(n, ast.Name)}
+    return names
+
+
+def _loaded_names(expr):
+    return {n.id for n in ast.walk(expr) if _isinstance(n, ast.Name)}
+
+
+def _mutated_outputs(func_node, outputs):
+    """(name, line) of in-place method calls on outputs, e.g. ``W.mul_(2)``."""
+    for node in _own_nodes(func_node):
+        if _isinstance(node, ast.Call) and _isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if (
+                _isinstance(owner, ast.Name)
+                and owner.id in outputs
+                and node.func.attr.endswith("_")
+                and not node.func.attr.startswith("_")
+            ):
+                yield owner.id, node.lineno
+
+
+def assert_one_statement_per_output(func, namespace, part, outputs, size_params=None):
+    """Fail unless each output of ``func`` is computed in a single statement.
+
+    An output is assigned once (or written straight into the ``return``), is not
+    modified afterwards, and its expression uses only the arguments, other
+    outputs and size-only locals (``r = W_DKV.shape[0]``, ``d = D // H``): an
+    intermediate tensor computed in an earlier statement breaks the rule, and
+    so does a helper function that computes it in several statements.
+    ``size_params`` names the arguments that are numbers, not tensors (e.g. ``("H",)``);
+    by default an argument counts as a number unless the code indexes it, takes an
+    attribute of it or multiplies it with ``@``.
     """
-    node = reachable_definitions(func, namespace)[0]
-    assigned = {}
-    for stmt in ast.walk(node):
-        targets = []
-        if _isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                targets.extend(_target_names(target))
-        elif _isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
-            targets.extend(_target_names(stmt.target))
-        elif _isinstance(stmt, ast.NamedExpr):
-            targets.extend(_target_names(stmt.target))
-        for name in targets:
-            assigned.setdefault(name, []).append(stmt.lineno)
+    nodes = reachable_definitions(func, namespace)
+    node = nodes[0]
+    rule = "a single assignment (or the expression in the return)"
+    args = node.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    numbers = set(size_params) if size_params is not None else params - _tensor_like(node)
+    bound = _bindings(node)
+    sizes = _size_locals(bound, numbers)
+    outputs = list(outputs)
     for name in outputs:
-        lines = assigned.get(name, [])
+        lines = [line for line, _ in bound.get(name, [])]
         if len(lines) > 1:
             fail(
                 f"{part}: {name} must be computed in one statement",
-                "a single assignment (or the expression in the return)",
+                rule,
                 f"assigned on lines {lines}",
             )
+    for name, line in _mutated_outputs(node, outputs):
+        fail(
+            f"{part}: {name} must be computed in one statement",
+            rule,
+            f"modified in place on line {line}",
+        )
+    exprs = [(name, bound[name][0][1], bound[name][0][0]) for name in outputs if name in bound]
+    for sub in _own_nodes(node):
+        if _isinstance(sub, ast.Return) and sub.value is not None:
+            elts = sub.value.elts if _isinstance(sub.value, ast.Tuple) else [sub.value]
+            exprs.extend(("a returned output", e, sub.lineno) for e in elts)
+    allowed = params | sizes | set(outputs)
+    for name, expr, line in exprs:
+        if expr is None:
+            continue
+        for used in sorted(_loaded_names(expr) - allowed):
+            if used in bound:
+                first = bound[used][0][0]
+                fail(
+                    f"{part}: {name} must be computed in one statement",
+                    rule,
+                    f"line {line} uses {used!r}, an intermediate computed on line {first}",
+                    "chain of statements; write the whole expression in the statement that assigns it",
+                )
+    helpers = [n for n in nodes[1:] if _isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for helper in helpers:
+        body = [s for s in helper.body if not _is_docstring(s)]
+        if len(body) != 1 or not _isinstance(body[0], ast.Return):
+            fail(
+                f"{part}: each output must be computed in one statement",
+                rule,
+                f"helper {helper.name!r} computes its result in {len(body)} statements",
+                "splitting an output's computation over a helper function's statements",
+            )
+
+
+def _is_docstring(stmt):
+    return (
+        _isinstance(stmt, ast.Expr)
+        and _isinstance(stmt.value, ast.Constant)
+        and _isinstance(stmt.value.value, str)
+    )
