@@ -1,0 +1,754 @@
+"""Alternative correct answers and named wrong answers for assignment 3 (attention theory and lab).
+
+Same layout as ``cases_attention_worksheet`` (see ``casetable``): each row replaces answer cells of
+the solution and names the test cells that must then fail.
+"""
+
+from casetable import cases_table
+
+ASSIGNMENT = "attention_theory"
+
+GROUPS = {
+    "c": (("c_answer",), ("c_query_for_average",)),
+    "d": (("d_answer",), ("d_recovery_matrix",)),
+    "e": (("e_answer",), ("e_query_for_noisy_keys",)),
+    "f": (("f_answer",), ("f_sample_keys", "f_simulation_statistics")),
+    "lab_attention": (("lab_attention_answer",), ("lab_attention",)),
+    "lab_distribution": (("lab_distribution_answer",), ("lab_weights_distribution",)),
+    "lab_peak": (("lab_peak_answer",), ("lab_peak_weights",)),
+    "lab_average": (("lab_average_answer",), ("lab_average_queries",)),
+    "lab_recovery": (("lab_recovery_answer",), ("lab_recovery_matrices",)),
+    "lab_noise": (("lab_noise_answer",), ("lab_noise_sweep",)),
+}
+
+
+def fn(signature, body):
+    """An answer cell defining one function; ``body`` lines are indented here."""
+    lines = "\n".join(f"    {line}" for line in body.strip("\n").split("\n"))
+    return f"def {signature}:\n{lines}\n"
+
+
+def c_query(body):
+    return fn("query_for_average(K, i, j)", body)
+
+
+def d_matrix(body):
+    return fn("recovery_matrix(S, T)", body)
+
+
+def e_query(body):
+    return fn("query_for_noisy_keys(mu, i, j, eps)", body)
+
+
+SIMULATE = fn(
+    "simulate_outputs(mu, V, q, eps, x, n_samples, generator)",
+    "keys = sample_keys(mu, eps, x, n_samples, generator)\n"
+    "return torch.softmax(keys @ q, dim=-1) @ V",
+)
+
+
+def f_keys(body, simulate=SIMULATE):
+    return fn("sample_keys(mu, eps, x, n_samples, generator)", body) + "\n\n" + simulate
+
+
+F_NOISE = (
+    "n, d = mu.shape\n"
+    "keys = mu + eps**0.5 * torch.randn(n_samples, n, d, generator=generator, dtype=mu.dtype)\n"
+)
+F_SOLUTION_KEYS = (
+    F_NOISE + "z = torch.randn(n_samples, 1, generator=generator, dtype=mu.dtype)\n"
+    "keys[:, x] += z * mu[x] / 2**0.5\nreturn keys"
+)
+
+
+def attention(body):
+    return fn("attention(Q, K, V)", body)
+
+
+def distribution(body):
+    return fn("is_distribution(A, tol=1e-6)", body)
+
+
+def peak(body):
+    return fn("peak_weights(K, i, betas)", body)
+
+
+def average(body):
+    return fn("average_queries(K, I, J, beta)", body)
+
+
+def recovery(body):
+    return fn("recovery_matrices(S)", body)
+
+
+def noise(body):
+    return fn("noisy_key_errors(mu, i, j, beta, eps_values, n_samples, generator)", body)
+
+
+NOISE_KEYS = (
+    "n, d = mu.shape\n"
+    "z = torch.randn(len(eps_values), n_samples, n, d, generator=generator, dtype=mu.dtype)\n"
+)
+NOISE_TARGET = "t = torch.zeros(n, dtype=mu.dtype)\nt[i] = 0.5\nt[j] = 0.5\n"
+
+ROWS = [
+    # (c) query for the average of two values, orthonormal keys
+    ("c", "stacked_rows", c_query("return 50 * K[[i, j]].sum(0)"), ()),
+    ("c", "uniform_shift", c_query("return 30 * (K[i] + K[j]) + 5 * K.sum(0)"), ()),
+    (
+        "c",
+        "component_off_the_keys",
+        c_query(
+            "P = torch.eye(K.shape[1], dtype=K.dtype) - K.T @ K\nreturn 25 * (K[i] + K[j]) + P @ torch.ones(K.shape[1], dtype=K.dtype)"
+        ),
+        (),
+    ),
+    ("c", "huge_scale", c_query("return 1e4 * (K[i] + K[j])"), ()),
+    ("c", "scale_one", c_query("return K[i] + K[j]"), True),
+    ("c", "one_key_only", c_query("return 20 * K[i]"), True),
+    ("c", "difference", c_query("return 20 * (K[i] - K[j])"), True),
+    ("c", "columns_not_rows", c_query("return 20 * (K[:, i] + K[:, j])"), True),
+    ("c", "scale_too_small", c_query("return 3 * (K[i] + K[j])"), True),
+    ("c", "negative_scale", c_query("return -20 * (K[i] + K[j])"), True),
+    ("c", "unit_norm", c_query("q = K[i] + K[j]\nreturn q / q.norm()"), True),
+    ("c", "all_keys", c_query("return 20 * K.sum(0)"), True),
+    ("c", "off_by_one", c_query("return 20 * (K[i - 1] + K[j - 1])"), True),
+    # (d) recovery matrix
+    (
+        "d",
+        "complement_of_t",
+        d_matrix("return 2 * (torch.eye(S.shape[0], dtype=S.dtype) - T @ T.T)"),
+        (),
+    ),
+    (
+        "d",
+        "plus_null_part",
+        d_matrix(
+            "d = S.shape[0]\nP = torch.eye(d, dtype=S.dtype) - S @ S.T - T @ T.T\n"
+            "return 2 * S @ S.T + P @ torch.ones(d, d, dtype=S.dtype)"
+        ),
+        (),
+    ),
+    (
+        "d",
+        "einsum_sum_of_outer_products",
+        d_matrix("return 2 * torch.einsum('ik,jk->ij', S, S)"),
+        (),
+    ),
+    ("d", "general_projector", d_matrix("return 2 * S @ torch.linalg.inv(S.T @ S) @ S.T"), ()),
+    ("d", "no_factor_two", d_matrix("return S @ S.T"), True),
+    ("d", "gram_not_projector", d_matrix("return 2 * S.T @ S"), True),
+    ("d", "projects_onto_t", d_matrix("return 2 * T @ T.T"), True),
+    ("d", "identity", d_matrix("return torch.eye(S.shape[0], dtype=S.dtype)"), True),
+    ("d", "both_subspaces", d_matrix("return 2 * (S @ S.T + T @ T.T)"), True),
+    ("d", "coordinates_only", d_matrix("return 2 * S"), True),
+    (
+        "d",
+        "column_convention_only",
+        d_matrix(
+            "d = S.shape[0]\nP = torch.eye(d, dtype=S.dtype) - S @ S.T - T @ T.T\n"
+            "return 2 * S @ S.T + torch.ones(d, d, dtype=S.dtype) @ P"
+        ),
+        True,
+    ),
+    ("d", "halved", d_matrix("return S @ S.T / 2"), True),
+    # (e) query for noisy keys
+    ("e", "constant_ten", e_query("return 10 * (mu[i] + mu[j])"), ()),
+    ("e", "constant_twenty", e_query("return 20.0 * mu[[i, j]].sum(0)"), ()),
+    ("e", "fifth_root", e_query("return eps**-0.2 * (mu[i] + mu[j])"), ()),
+    ("e", "log_scale", e_query("return -np.log(eps) * (mu[i] + mu[j])"), ()),
+    ("e", "scale_one", e_query("return mu[i] + mu[j]"), True),
+    ("e", "inverse_std", e_query("return eps**-0.5 * (mu[i] + mu[j])"), True),
+    ("e", "inverse_variance", e_query("return (mu[i] + mu[j]) / eps"), True),
+    ("e", "one_mean_only", e_query("return 20 * mu[i]"), True),
+    ("e", "difference", e_query("return 20 * (mu[i] - mu[j])"), True),
+    ("e", "tiny_scale", e_query("return eps * (mu[i] + mu[j])"), True),
+    ("e", "far_too_large", e_query("return 1e3 * (mu[i] + mu[j])"), True),
+    ("e", "all_means", e_query("return 20 * mu.sum(0)"), True),
+    # (f) sampling with the changed covariance, and the simulated outputs
+    (
+        "f",
+        "multivariate_normal",
+        f_keys(
+            "n, d = mu.shape\ncov = eps * torch.eye(d, dtype=mu.dtype).repeat(n, 1, 1)\n"
+            "cov[x] += torch.outer(mu[x], mu[x]) / 2\n"
+            "return torch.distributions.MultivariateNormal(mu, cov).sample((n_samples,))"
+        ),
+        (),
+    ),
+    (
+        "f",
+        "cholesky",
+        f_keys(
+            "n, d = mu.shape\ncov = eps * torch.eye(d, dtype=mu.dtype).repeat(n, 1, 1)\n"
+            "cov[x] += torch.outer(mu[x], mu[x]) / 2\nL = torch.linalg.cholesky(cov)\n"
+            "z = torch.randn(n_samples, n, d, 1, generator=generator, dtype=mu.dtype)\n"
+            "return mu + (L @ z)[..., 0]"
+        ),
+        (),
+    ),
+    (
+        "f",
+        "scaled_mask",
+        f_keys(
+            F_NOISE + "z = torch.randn(n_samples, n, 1, generator=generator, dtype=mu.dtype)\n"
+            "mask = torch.zeros(n, 1, dtype=mu.dtype)\nmask[x] = 0.5**0.5\n"
+            "return keys + mask * z * mu"
+        ),
+        (),
+    ),
+    (
+        "f",
+        "einsum_outputs",
+        f_keys(
+            F_SOLUTION_KEYS,
+            fn(
+                "simulate_outputs(mu, V, q, eps, x, n_samples, generator)",
+                "keys = sample_keys(mu, eps, x, n_samples, generator)\n"
+                "scores = torch.einsum('snd,d->sn', keys, q)\n"
+                "w = torch.exp(scores - scores.max(-1, keepdim=True).values)\n"
+                "return (w / w.sum(-1, keepdim=True)) @ V",
+            ),
+        ),
+        (),
+    ),
+    (
+        "f",
+        "missing_half",
+        f_keys(F_SOLUTION_KEYS.replace("/ 2**0.5", "")),
+        ["f_sample_keys", "f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "half_on_the_std",
+        f_keys(F_SOLUTION_KEYS.replace("/ 2**0.5", "/ 2")),
+        ["f_sample_keys", "f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "eps_as_std",
+        f_keys(F_SOLUTION_KEYS.replace("eps**0.5", "eps")),
+        ["f_sample_keys"],
+    ),
+    (
+        "f",
+        "changed_every_key",
+        f_keys(F_SOLUTION_KEYS.replace("keys[:, x] += z * mu[x]", "keys += z[:, :, None] * mu")),
+        ["f_sample_keys", "f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "changed_the_wrong_key",
+        f_keys(
+            F_SOLUTION_KEYS.replace("keys[:, x] += z * mu[x]", "keys[:, x - 1] += z * mu[x - 1]")
+        ),
+        ["f_sample_keys", "f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "garbled_formula",
+        f_keys(F_SOLUTION_KEYS.replace("z * mu[x] / 2**0.5", "z * (mu[x] - mu[x]) / 2")),
+        ["f_sample_keys", "f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "means_not_added",
+        f_keys(F_SOLUTION_KEYS.replace("keys = mu + eps", "keys = 0 * mu + eps")),
+        ["f_sample_keys", "f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "softmax_over_draws",
+        f_keys(
+            F_SOLUTION_KEYS,
+            SIMULATE.replace("dim=-1", "dim=0"),
+        ),
+        ["f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "returns_weights",
+        f_keys(F_SOLUTION_KEYS, SIMULATE.replace(" @ V", "")),
+        ["f_simulation_statistics"],
+    ),
+    (
+        "f",
+        "one_draw_for_all",
+        f_keys(F_SOLUTION_KEYS.replace("torch.randn(n_samples, 1,", "torch.randn(1, 1,")),
+        ["f_sample_keys", "f_simulation_statistics"],
+    ),
+    # Lab 1: batched attention
+    (
+        "lab_attention",
+        "einsum",
+        attention(
+            "A = torch.softmax(torch.einsum('bmd,bnd->bmn', Q, K), dim=-1)\n"
+            "return torch.einsum('bmn,bnv->bmv', A, V), A"
+        ),
+        (),
+    ),
+    (
+        "lab_attention",
+        "manual_stable_softmax",
+        attention(
+            "S = Q @ K.mT\nE = torch.exp(S - S.amax(dim=-1, keepdim=True))\n"
+            "A = E / E.sum(dim=-1, keepdim=True)\nreturn A @ V, A"
+        ),
+        (),
+    ),
+    (
+        "lab_attention",
+        "bmm",
+        attention("A = torch.bmm(Q, K.permute(0, 2, 1)).softmax(-1)\nreturn torch.bmm(A, V), A"),
+        (),
+    ),
+    (
+        "lab_attention",
+        "logsumexp",
+        attention(
+            "S = Q @ K.transpose(1, 2)\nA = torch.exp(S - torch.logsumexp(S, -1, keepdim=True))\nreturn A @ V, A"
+        ),
+        (),
+    ),
+    (
+        "lab_attention",
+        "scaled",
+        attention(
+            "A = torch.softmax(Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5, -1)\nreturn A @ V, A"
+        ),
+        True,
+    ),
+    (
+        "lab_attention",
+        "softmax_over_queries",
+        attention("A = torch.softmax(Q @ K.transpose(-2, -1), dim=1)\nreturn A @ V, A"),
+        True,
+    ),
+    (
+        "lab_attention",
+        "naive_exp_overflows",
+        attention(
+            "E = torch.exp(Q @ K.transpose(-2, -1))\nA = E / E.sum(-1, keepdim=True)\nreturn A @ V, A"
+        ),
+        True,
+    ),
+    (
+        "lab_attention",
+        "fused_kernel",
+        attention(
+            "C = torch.nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0)\n"
+            "return C, torch.softmax(Q @ K.transpose(-2, -1), -1)"
+        ),
+        True,
+    ),
+    (
+        "lab_attention",
+        "loop_over_batch",
+        attention(
+            "out = [torch.softmax(Q[b] @ K[b].T, -1) for b in range(Q.shape[0])]\n"
+            "A = torch.stack(out)\nreturn A @ V, A"
+        ),
+        True,
+    ),
+    (
+        "lab_attention",
+        "loop_in_helper",
+        "def softmax_rows(S):\n    rows = []\n    for row in S.reshape(-1, S.shape[-1]):\n"
+        "        rows.append(torch.softmax(row, 0))\n    return torch.stack(rows).reshape(S.shape)\n\n\n"
+        + attention("A = softmax_rows(Q @ K.transpose(-2, -1))\nreturn A @ V, A"),
+        True,
+    ),
+    (
+        "lab_attention",
+        "outputs_swapped",
+        attention("A = torch.softmax(Q @ K.transpose(-2, -1), -1)\nreturn A, A @ V"),
+        True,
+    ),
+    (
+        "lab_attention",
+        "not_normalised",
+        attention("A = torch.exp(Q @ K.transpose(-2, -1) - 700)\nreturn A @ V, A"),
+        True,
+    ),
+    (
+        "lab_attention",
+        "log_softmax",
+        attention("A = torch.log_softmax(Q @ K.transpose(-2, -1), -1)\nreturn A @ V, A"),
+        True,
+    ),
+    # Lab 2: weights form a distribution
+    (
+        "lab_distribution",
+        "allclose",
+        distribution(
+            "sums = A.sum(dim=-1)\n"
+            "return bool(A.min() >= 0) and torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=tol)"
+        ),
+        (),
+    ),
+    (
+        "lab_distribution",
+        "tensor_result",
+        distribution("return torch.all(A >= 0) & torch.all(torch.abs(A.sum(-1) - 1) <= tol)"),
+        (),
+    ),
+    (
+        "lab_distribution",
+        "isclose",
+        distribution(
+            "return bool(torch.isclose(A.sum(-1), torch.tensor(1.0, dtype=A.dtype), rtol=0, atol=tol).all() and (A >= 0).all())"
+        ),
+        (),
+    ),
+    (
+        "lab_distribution",
+        "clamp_trick",
+        distribution(
+            "ok_sign = torch.equal(A.clamp(min=0), A)\nok_sum = ((A.sum(-1) - 1).abs().max() <= tol).item()\nreturn ok_sign and ok_sum"
+        ),
+        (),
+    ),
+    (
+        "lab_distribution",
+        "only_sums",
+        distribution("return bool(((A.sum(-1) - 1).abs() <= tol).all())"),
+        True,
+    ),
+    ("lab_distribution", "only_signs", distribution("return bool((A >= 0).all())"), True),
+    (
+        "lab_distribution",
+        "exact_equality",
+        distribution("return bool((A >= 0).all() and (A.sum(-1) == 1).all())"),
+        True,
+    ),
+    (
+        "lab_distribution",
+        "sums_over_columns",
+        distribution("return bool((A >= 0).all() and ((A.sum(-2) - 1).abs() <= tol).all())"),
+        True,
+    ),
+    (
+        "lab_distribution",
+        "tolerance_too_loose",
+        distribution("return bool((A >= 0).all() and ((A.sum(-1) - 1).abs() <= 1e-2).all())"),
+        True,
+    ),
+    (
+        "lab_distribution",
+        "nan_slips_through",
+        distribution(
+            "return not bool((A < 0).any()) and not bool(((A.sum(-1) - 1).abs() > tol).any())"
+        ),
+        True,
+    ),
+    (
+        "lab_distribution",
+        "total_sum",
+        distribution("return bool((A >= 0).all() and abs(A.sum() / A[..., 0].numel() - 1) <= tol)"),
+        True,
+    ),
+    (
+        "lab_distribution",
+        "entries_at_most_one",
+        distribution("return bool(((A >= 0) & (A <= 1)).all())"),
+        True,
+    ),
+    # Lab 3: (b) on data
+    (
+        "lab_peak",
+        "einsum",
+        peak("S = torch.einsum('b,nd,d->bn', betas, K, K[i])\nreturn S.softmax(-1)[:, i]"),
+        (),
+    ),
+    (
+        "lab_peak",
+        "own_attention",
+        peak(
+            "Q = betas[:, None] * K[i]\n_, A = attention(Q[None], K[None], K[None])\nreturn A[0, :, i]"
+        ),
+        (),
+    ),
+    (
+        "lab_peak",
+        "outer_product",
+        peak("S = torch.outer(betas, K @ K[i])\nreturn torch.softmax(S, dim=1)[:, i]"),
+        (),
+    ),
+    (
+        "lab_peak",
+        "ratio_form",
+        peak("s = K @ K[i]\nreturn 1 / torch.exp(betas[:, None] * (s - s[i])).sum(-1)"),
+        (),
+    ),
+    (
+        "lab_peak",
+        "scaled",
+        peak("S = torch.outer(betas, K @ K[i]) / K.shape[1] ** 0.5\nreturn S.softmax(-1)[:, i]"),
+        True,
+    ),
+    (
+        "lab_peak",
+        "largest_weight",
+        peak("return torch.outer(betas, K @ K[i]).softmax(-1).max(-1).values"),
+        True,
+    ),
+    (
+        "lab_peak",
+        "softmax_over_betas",
+        peak("return torch.outer(betas, K @ K[i]).softmax(0)[:, i]"),
+        True,
+    ),
+    (
+        "lab_peak",
+        "loop_over_betas",
+        peak("return torch.stack([torch.softmax(b * (K @ K[i]), 0)[i] for b in betas])"),
+        True,
+    ),
+    (
+        "lab_peak",
+        "columns_as_keys",
+        peak("return torch.outer(betas, K.T @ K[:, i]).softmax(-1)[:, i]"),
+        True,
+    ),
+    (
+        "lab_peak",
+        "weight_on_first_key",
+        peak("return torch.outer(betas, K @ K[i]).softmax(-1)[:, 0]"),
+        True,
+    ),
+    (
+        "lab_peak",
+        "query_not_scaled",
+        peak("return (K @ K[i]).softmax(0)[i].expand(len(betas))"),
+        True,
+    ),
+    (
+        "lab_peak",
+        "scores_not_exponentiated",
+        peak("S = torch.outer(betas, K @ K[i])\nreturn (S / S.sum(-1, keepdim=True))[:, i]"),
+        True,
+    ),
+    # Lab 4: (c) on data
+    (
+        "lab_average",
+        "gather",
+        average(
+            "idx = torch.stack([I, J], 1)[:, :, None].expand(-1, -1, K.shape[2])\nreturn beta * K.gather(1, idx).sum(1)"
+        ),
+        (),
+    ),
+    (
+        "lab_average",
+        "one_hot",
+        average(
+            "pick = torch.nn.functional.one_hot(I, K.shape[1]) + torch.nn.functional.one_hot(J, K.shape[1])\nreturn beta * (pick.to(K.dtype)[:, None] @ K)[:, 0]"
+        ),
+        (),
+    ),
+    (
+        "lab_average",
+        "take_along_dim",
+        average(
+            "return beta * (torch.take_along_dim(K, I[:, None, None], 1) + torch.take_along_dim(K, J[:, None, None], 1))[:, 0]"
+        ),
+        (),
+    ),
+    (
+        "lab_average",
+        "einsum_rows",
+        average(
+            "b = torch.arange(len(I))\nreturn torch.einsum('bd->bd', beta * (K[b, I] + K[b, J]))"
+        ),
+        (),
+    ),
+    ("lab_average", "wrong_indexing", average("return beta * (K[:, I] + K[:, J])"), True),
+    (
+        "lab_average",
+        "no_scale",
+        average("b = torch.arange(len(I))\nreturn K[b, I] + K[b, J]"),
+        True,
+    ),
+    (
+        "lab_average",
+        "loop",
+        average("return torch.stack([beta * (K[b, I[b]] + K[b, J[b]]) for b in range(len(I))])"),
+        True,
+    ),
+    ("lab_average", "only_i", average("b = torch.arange(len(I))\nreturn 2 * beta * K[b, I]"), True),
+    ("lab_average", "first_instance_keys", average("return beta * (K[0, I] + K[0, J])"), True),
+    (
+        "lab_average",
+        "difference",
+        average("b = torch.arange(len(I))\nreturn beta * (K[b, I] - K[b, J])"),
+        True,
+    ),
+    ("lab_average", "mean_of_keys", average("return beta * K.mean(1)"), True),
+    (
+        "lab_average",
+        "while_loop",
+        average(
+            "out, b = [], 0\nwhile b < len(I):\n    out.append(beta * (K[b, I[b]] + K[b, J[b]]))\n    b += 1\nreturn torch.stack(out)"
+        ),
+        True,
+    ),
+    # Lab 5: (d) on data
+    ("lab_recovery", "einsum", recovery("return 2 * torch.einsum('bik,bjk->bij', S, S)"), ()),
+    ("lab_recovery", "bmm", recovery("return torch.bmm(S, S.mT) * 2"), ()),
+    (
+        "lab_recovery",
+        "permute",
+        recovery("return S @ S.permute(0, 2, 1) + S @ S.permute(0, 2, 1)"),
+        (),
+    ),
+    ("lab_recovery", "transpose_1_2", recovery("return 2 * S @ S.transpose(1, 2)"), ()),
+    ("lab_recovery", "no_factor_two", recovery("return S @ S.transpose(-2, -1)"), True),
+    ("lab_recovery", "gram_matrix", recovery("return 2 * S.transpose(-2, -1) @ S"), True),
+    ("lab_recovery", "all_axes_transposed", recovery("return 2 * S @ S.T"), True),
+    ("lab_recovery", "loop", recovery("return torch.stack([2 * s @ s.T for s in S])"), True),
+    (
+        "lab_recovery",
+        "identity",
+        recovery("return torch.eye(S.shape[1], dtype=S.dtype).expand(S.shape[0], -1, -1)"),
+        True,
+    ),
+    ("lab_recovery", "halved", recovery("return S @ S.mT / 2"), True),
+    (
+        "lab_recovery",
+        "first_basis_for_all",
+        recovery("return (2 * S[0] @ S[0].T).expand(S.shape[0], -1, -1)"),
+        True,
+    ),
+    ("lab_recovery", "elementwise", recovery("return 2 * (S * S).sum(-1).diag_embed()"), True),
+    # Lab 6: (e) on data
+    (
+        "lab_noise",
+        "view_and_l1",
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt().view(-1, 1, 1, 1) * z\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return torch.linalg.vector_norm(alpha - t, ord=1, dim=-1).mean(-1) / 2"
+        ),
+        (),
+    ),
+    (
+        "lab_noise",
+        "tv_by_parts",
+        noise(
+            NOISE_KEYS + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "rest = alpha.sum(-1) - alpha[..., i] - alpha[..., j]\n"
+            "tv = ((alpha[..., i] - 0.5).abs() + (alpha[..., j] - 0.5).abs() + rest) / 2\n"
+            "return tv.mean(dim=1)"
+        ),
+        (),
+    ),
+    (
+        "lab_noise",
+        "own_attention",
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "E = len(eps_values)\n"
+            "keys = (mu + eps_values.sqrt()[:, None, None, None] * z).reshape(E * n_samples, n, d)\n"
+            "q = (beta * (mu[i] + mu[j])).expand(E * n_samples, 1, d)\n"
+            "_, A = attention(q, keys, keys)\n"
+            "return 0.5 * (A[:, 0] - t).abs().sum(-1).reshape(E, n_samples).mean(1)"
+        ),
+        (),
+    ),
+    (
+        "lab_noise",
+        "float32_draws",
+        noise(
+            NOISE_KEYS.replace("dtype=mu.dtype", "dtype=torch.float32")
+            + NOISE_TARGET
+            + "keys = mu + eps_values.sqrt()[:, None, None, None] * z.double()\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+        ),
+        (),
+    ),
+    (
+        "lab_noise",
+        "eps_as_std",
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values[:, None, None, None] * z\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_noise",
+        "no_half",
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return (alpha - t).abs().sum(-1).mean(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_noise",
+        "loop_over_eps",
+        noise(
+            NOISE_TARGET.replace("n, ", "mu.shape[0], ") + "out = []\nfor eps in eps_values:\n"
+            "    keys = mu + eps.sqrt() * torch.randn(n_samples, *mu.shape, generator=generator, dtype=mu.dtype)\n"
+            "    alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "    out.append(0.5 * (alpha - t).abs().sum(-1).mean())\nreturn torch.stack(out)"
+        ),
+        True,
+    ),
+    (
+        "lab_noise",
+        "mean_over_eps_axis",
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return 0.5 * (alpha - t).abs().sum(-1).mean(0)"
+        ),
+        True,
+    ),
+    (
+        "lab_noise",
+        "query_on_one_mean",
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            "alpha = torch.softmax(keys @ (beta * mu[i]), -1)\n"
+            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_noise",
+        "no_noise",
+        noise(
+            NOISE_TARGET.replace("n, ", "mu.shape[0], ")
+            + "alpha = torch.softmax(mu @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return (0.5 * (alpha - t).abs().sum()).expand(len(eps_values))"
+        ),
+        True,
+    ),
+    (
+        "lab_noise",
+        "squared_distance",
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return ((alpha - t) ** 2).sum(-1).mean(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_noise",
+        "noise_shared_by_keys",
+        noise(
+            NOISE_TARGET.replace("n, ", "mu.shape[0], ")
+            + "z = torch.randn(len(eps_values), n_samples, 1, mu.shape[1], generator=generator, dtype=mu.dtype)\n"
+            "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+        ),
+        True,
+    ),
+]
+
+CASES = cases_table(GROUPS, ROWS)
