@@ -67,6 +67,22 @@ def is_mark_scheme_cell(cell):
     return "mark_scheme" in cell.get("metadata", {}).get(METADATA_KEY, {})
 
 
+def with_mark_schemes(cells, schemes):
+    """``cells`` with a mark-scheme cell after each written answer that has a scheme.
+
+    Mark-scheme cells already there (or forged in a submission) are dropped first.
+    """
+    out = []
+    for cell in cells:
+        if is_mark_scheme_cell(cell):
+            continue
+        out.append(cell)
+        gid = grade_id(cell)
+        if is_manually_graded_answer(cell) and gid in schemes:
+            out.append(mark_scheme_cell(gid, *schemes[gid]))
+    return out
+
+
 class InsertMarkScheme(NbGraderPreprocessor):
     """Autograde stage: insert the source notebook's mark scheme under each written answer."""
 
@@ -76,14 +92,5 @@ class InsertMarkScheme(NbGraderPreprocessor):
         if source is None:
             self.log.warning("No source notebook for %s: no mark schemes shown", info["notebook"])
             return nb, resources
-        schemes = mark_schemes(source)
-        cells = []
-        for cell in nb.cells:
-            if is_mark_scheme_cell(cell):
-                continue
-            cells.append(cell)
-            gid = grade_id(cell)
-            if is_manually_graded_answer(cell) and gid in schemes:
-                cells.append(mark_scheme_cell(gid, *schemes[gid]))
-        nb.cells = cells
+        nb.cells = with_mark_schemes(nb.cells, mark_schemes(source))
         return nb, resources

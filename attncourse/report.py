@@ -8,10 +8,11 @@ matplotlib figures embedded as PNG and tables beside them:
   class made most — the "likely cause" lines of the tests' failure messages
   (``attncourse.checks.fail``), else the first line of the message;
 - the integrity findings (``attncourse.integrity``) per student;
-- the grading time per student: from the grading run's summary
-  ``autograded/<assignment>/.run_summary.json`` (``{"students": {student:
-  {"seconds": …}}}``) when ``attncourse grade`` wrote one, else from the time
-  the notebook took to execute as recorded in the autograded notebook.
+- the grading time per student: from the summary ``attncourse grade`` writes
+  (``autograded/.attncourse/<assignment>/summary.json``, whose ``students``
+  rows have ``student``, ``seconds`` and ``status``) when there is one, else
+  from the time the notebook took to execute as recorded in the autograded
+  notebook.
 
 Test results are read from the autograded notebooks (a test failed when its
 cell has an error output), so a test whose points were withheld for an
@@ -36,7 +37,7 @@ from nbgrader.coursedir import CourseDirectory
 from attncourse.feedback import is_test_cell
 from attncourse.integrity import findings_of
 
-RUN_SUMMARY = ".run_summary.json"
+RUN_SUMMARY = "summary.json"  # in autograded/.attncourse/<assignment>/, by attncourse.pipeline
 
 
 @dataclass
@@ -50,6 +51,7 @@ class AssignmentReport:
     mistakes: Counter = field(default_factory=Counter)  # (grade_id, mistake) -> count
     findings: list = field(default_factory=list)  # (student, Finding)
     seconds: dict = field(default_factory=dict)  # student -> grading seconds
+    status: dict = field(default_factory=dict)  # student -> status in the grading run
     timing_source: str = ""
 
 
@@ -77,13 +79,14 @@ def notebook_seconds(nb):
     return (max(stamps) - min(stamps)).total_seconds() if stamps else None
 
 
+def run_summary_path(autograded, assignment):
+    return Path(autograded) / ".attncourse" / assignment / RUN_SUMMARY
+
+
 def read_run_summary(autograded, assignment):
-    """student -> seconds from the grading run's summary file, or {} when there is none."""
-    path = Path(autograded) / assignment / RUN_SUMMARY
-    if not path.exists():
-        return {}
-    students = json.loads(path.read_text()).get("students", {})
-    return {s: float(v["seconds"]) for s, v in students.items() if v.get("seconds") is not None}
+    """The rows (student, seconds, status) of the grading run's summary, or [] without one."""
+    path = run_summary_path(autograded, assignment)
+    return json.loads(path.read_text()).get("students", []) if path.exists() else []
 
 
 def collect(course_dir):
@@ -102,9 +105,11 @@ def collect(course_dir):
                 for notebook in submission.notebooks:
                     path = autograded / student / assignment.name / f"{notebook.name}.ipynb"
                     _read_notebook(report, student, path, notebook)
-            summary = read_run_summary(autograded, assignment.name)
-            if summary:
-                report.seconds, report.timing_source = summary, f"{RUN_SUMMARY} of the grading run"
+            rows = read_run_summary(autograded, assignment.name)
+            if rows:
+                report.seconds = {r["student"]: r["seconds"] for r in rows if "seconds" in r}
+                report.status = {r["student"]: r.get("status", "") for r in rows}
+                report.timing_source = "the summary of the last attncourse grade run"
             else:
                 report.timing_source = "execution time recorded in the autograded notebooks"
             reports.append(report)
@@ -279,8 +284,11 @@ def assignment_section(report):
     if report.seconds:
         parts.append(f"<p>Source: {html.escape(report.timing_source)}.</p>")
         parts.append(_figure(timing_figure(report), "grading time per student"))
-        rows = [(s, f"{t:.1f}") for s, t in sorted(report.seconds.items(), key=lambda kv: -kv[1])]
-        parts.append(_table(["student", "seconds"], rows, (1,)))
+        rows = [
+            (s, f"{t:.1f}", report.status.get(s, ""))
+            for s, t in sorted(report.seconds.items(), key=lambda kv: -kv[1])
+        ]
+        parts.append(_table(["student", "seconds", "status"], rows, (1,)))
     else:
         parts.append("<p>No timing recorded.</p>")
     return "\n".join(parts)

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 import toy_course
 from nbgrader.api import Gradebook
+from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
 from attncourse.course import ROOT, assignments, notebook_path
 from attncourse.gradebook import cell_scores, db_url
@@ -23,11 +24,6 @@ from attncourse.integrity import (
     scan_submissions,
 )
 from attncourse.submissions import fill, grade_id, solution_answers, solution_submission
-
-
-@pytest.fixture(scope="session")
-def graded_toy(tmp_path_factory):
-    return toy_course.graded_course(str(tmp_path_factory.getbasetemp()))
 
 
 def toy_release():
