@@ -8,7 +8,7 @@ WORKERS ?= $(shell nproc)
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: venv demo test test-fast lint format release grade feedback export report bench formgrader collect-lms clean
+.PHONY: venv demo test test-fast lint format release grade feedback export report scan bench formgrader collect-lms clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11 or run make PYTHON=python3"; exit 1; }
@@ -45,11 +45,14 @@ grade: venv  ## autograde every submission of ASSIGNMENT with WORKERS workers
 feedback: venv
 	$(BIN)/attncourse feedback $(ASSIGNMENT)
 
-export: venv
-	$(BIN)/attncourse export
+export: venv  ## grades.csv and canvas_grades.csv [ROSTER=Canvas gradebook export for Canvas ids]
+	$(BIN)/attncourse export $(if $(ROSTER),--roster "$(ROSTER)")
 
-report: venv
+report: venv  ## reports/index.html: scores, failing tests, common mistakes, integrity, timing
 	$(BIN)/attncourse report
+
+scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, without grading
+	$(BIN)/attncourse scan $(ASSIGNMENT)
 
 bench: venv
 	$(BIN)/attncourse bench
