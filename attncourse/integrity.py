@@ -379,6 +379,10 @@ class _Scanner(ast.NodeVisitor):
             if isinstance(node, ast.Assign) and self._is_protected_chain(node.value):
                 for target in node.targets:
                     self.aliases |= {t.id for t in _target_nodes(target) if isinstance(t, ast.Name)}
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for bound, module in _import_bindings(node):
+                    if module.split(".")[0] in self.protected | INTERPRETER_MODULES:
+                        self.aliases.add(bound)
         self.visit(tree)
         return sorted(set(self.findings), key=lambda f: (f[1] or 0, f[0], f[2]))
 

@@ -67,6 +67,7 @@ TAMPERING = [
     ("rebind nn.Module", "nn.Module.__call__ = print", "rebinding"),
     ("rebind through type()", "type(torch.ones(1)).__eq__ = lambda s, o: True", "rebinding"),
     ("rebind through an alias", "T = torch.testing\nT.assert_close = print", "rebinding"),
+    ("rebind through an import alias", "import attncourse.checks as c\nc.fail = print", "rebinding"),
     ("rebind builtins.isinstance", "builtins.isinstance = print", "rebinding"),
     ("rebind __builtins__", "__builtins__.isinstance = print", "rebinding"),
     ("rebind the course helpers", "attncourse.checks.check_close = print", "rebinding"),
