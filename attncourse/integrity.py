@@ -17,7 +17,8 @@ It reads each cell's source — never runs it — and reports:
 - ``interpreter``: reaching the interpreter's internals — ``sys``/``os``/``gc``/
   ``ctypes``/``inspect``/``builtins``/``__builtins__``/``linecache``, frames and
   code objects, ``globals()``/``locals()``/``vars()``, ``get_ipython`` and
-  shell/IPython magics other than ``%time``/``%timeit``/``%matplotlib``;
+  shell/IPython magics other than ``%time``/``%timeit``/``%capture``/``%matplotlib``
+  (whose code is scanned like the rest);
 - ``dynamic code``: ``exec``, ``eval``, ``compile``;
 - ``locked cell edited``: a locked cell whose source differs from the gradebook's
   (nbgrader restores the cell before running it, but the edit is still a finding).
@@ -36,7 +37,8 @@ so moving cells around does not move points. :class:`WithholdIntegrity` sets
 the automatic score of the part's autograded cells to 0, flags them for
 manual review and writes the findings as the comment of the part's answer
 cell, which formgrader and the feedback show; a grader who disagrees enters a
-manual score in formgrader.
+manual score in formgrader. A part graded only by hand loses nothing
+automatically: its grader reads the comment under the answer.
 """
 
 import ast
@@ -123,7 +125,7 @@ HOOK_METHODS = {
     "__array_function__",
 }
 ARRAY_TYPES = {"Tensor", "ndarray", "Parameter"}
-SAFE_MAGICS = {"time", "timeit", "matplotlib"}
+SAFE_MAGICS = {"time", "timeit", "capture", "matplotlib"}
 
 
 @dataclass(frozen=True)

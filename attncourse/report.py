@@ -31,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 
@@ -162,6 +163,7 @@ def score_figure(report):
     ax.hist(scores, bins=min(20, max(5, len(scores))), range=(0, report.max_score or 1))
     ax.set_xlabel(f"total score (of {report.max_score:g})")
     ax.set_ylabel("students")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"{report.name}: score distribution")
     return _png(fig)
 
@@ -183,6 +185,7 @@ def mistakes_figure(report, top=10):
     fig, ax = _axes(7, 0.3 * len(common) + 1)
     ax.barh(labels, [count for _, count in common], color="tab:orange")
     ax.set_xlabel("submissions")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"{report.name}: most common mistakes")
     return _png(fig)
 
@@ -192,6 +195,7 @@ def findings_figure(report):
     fig, ax = _axes(5, 0.4 * len(kinds) + 1)
     ax.barh(list(kinds), list(kinds.values()), color="tab:purple")
     ax.set_xlabel("findings")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"{report.name}: integrity findings")
     return _png(fig)
 
