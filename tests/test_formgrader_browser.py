@@ -113,7 +113,9 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             formgrader = page.frame_locator("iframe")
             formgrader.get_by_role("link", name="Manual Grading").click()
             formgrader.get_by_role("link", name=ASSIGNMENT, exact=True).click()
+            expect(formgrader.get_by_role("columnheader", name="Notebook ID")).to_be_visible()
             formgrader.get_by_role("link", name=ASSIGNMENT, exact=True).click()
+            expect(formgrader.get_by_role("columnheader", name="Submission ID")).to_be_visible()
             formgrader.get_by_role("link", name="Submission #1").click()
 
             score = formgrader.locator(f"input.score#{written}")
