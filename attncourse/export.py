@@ -132,6 +132,8 @@ def export_grades(course_dir, roster=None):
     """``nbgrader export`` (this plugin) in ``course_dir``; print the files written."""
     args = [f"--CourseExport.roster={Path(roster).resolve()}"] if roster else []
     result = nbgrader("export", *args, cwd=course_dir, check=False)
-    for name in ("grades.csv", "canvas_grades.csv"):
-        print(f"wrote {Path(course_dir) / name}")
+    if result.returncode == 0:
+        print(
+            f"wrote {Path(course_dir) / 'grades.csv'} and {Path(course_dir) / 'canvas_grades.csv'}"
+        )
     return result.returncode

@@ -119,14 +119,17 @@ def collect(course_dir):
 
 def _read_notebook(report, student, path, notebook):
     graded = {g.name: g for g in notebook.grades}
-    if not path.exists():
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):  # not there (e.g. no submission) or not a notebook
+        nb = None
+    if nb is None:
         for name, grade in graded.items():
             if grade.cell_type == "code" and grade.auto_score is not None:
                 report.tests.setdefault(name, [0, 0, grade.max_score])
                 report.tests[name][1] += 1
                 report.tests[name][0] += grade.auto_score < grade.max_score
         return
-    nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if not is_test_cell(cell):
             continue

@@ -64,7 +64,7 @@ def test_report_has_every_figure_and_table(course):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("toy_course")
-def test_report_reads_grading_time_from_the_run_summary(course):
+def test_report_reads_timing_from_the_run_summary_and_survives_a_missing_notebook(course):
     rows = [
         {"student": "perfect", "seconds": 12.5, "status": "graded"},
         {"student": "wrong", "seconds": 7.25, "status": "graded"},
@@ -73,7 +73,9 @@ def test_report_reads_grading_time_from_the_run_summary(course):
     path = run_summary_path(course / "autograded", toy_course.ASSIGNMENT)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"assignment": toy_course.ASSIGNMENT, "students": rows}))
+    (course / "autograded" / "blank" / toy_course.ASSIGNMENT / "toy.ipynb").unlink()
     page = build_report(course).read_text()
+    assert '<td>scale_test</td><td class="num">2/5</td>' in page  # blank's from the gradebook
     assert "the summary of the last attncourse grade run" in page
     assert '<td>perfect</td><td class="num">12.5</td><td>graded</td>' in page
     assert '<td>wrong</td><td class="num">7.2</td><td>graded</td>' in page
