@@ -594,7 +594,12 @@ correct(
     ),
 )
 wrong("p5_missing_scale", f"{P5V} {EXP}", DEP5, p5_mha=mha_with(" / self.D_qk ** 0.5", ""))
-wrong("p5_scale_D_v", f"{P5V} {EXP}", DEP5, p5_mha=mha_with("self.D_qk ** 0.5", "self.D_v ** 0.5"))
+wrong(
+    "p5_scale_D_v",
+    P5V,
+    "the experiment has D_qk = D_v, where this mistake computes the right thing",
+    p5_mha=mha_with("self.D_qk ** 0.5", "self.D_v ** 0.5"),
+)
 wrong(
     "p5_scale_D_qk_not_sqrt", f"{P5V} {EXP}", DEP5, p5_mha=mha_with("self.D_qk ** 0.5", "self.D_qk")
 )
