@@ -1,5 +1,6 @@
 """Feedback hides hidden tests, tracebacks and mark schemes; formgrader shows graders the mark scheme."""
 
+import copy
 import re
 
 import nbformat
@@ -10,8 +11,10 @@ from nbformat.v4 import new_output
 from nbgrader.server_extensions.formgrader import handlers
 from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
+from attncourse.autograde import prepare
 from attncourse.course import ROOT, assignments, notebook_path
-from attncourse.feedback import generate_feedback, reduce_outputs
+from attncourse.feedback import HideHiddenTests, generate_feedback, is_test_cell, reduce_outputs
+from attncourse.gradebook import db_url
 from attncourse.markscheme import (
     TITLE,
     is_manually_graded_answer,
@@ -118,3 +121,24 @@ def test_every_written_answer_of_the_course_gets_its_mark_scheme(assignment):
     cells = with_mark_schemes(solution_submission(ROOT, assignment).cells, schemes)
     after = [grade_id(cells[i - 1]) for i, c in enumerate(cells) if is_mark_scheme_cell(c)]
     assert after == written
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", assignments())
+def test_feedback_of_every_course_test_cell_keeps_only_the_visible_part(assignment, tmp_path):
+    course = prepare(tmp_path / "course", [assignment])
+    source = nbformat.read(notebook_path(ROOT, "source", assignment), as_version=4)
+    nb = copy.deepcopy(source)
+    for cell in nb.cells:
+        if is_test_cell(cell):
+            cell.outputs = [new_output("error", ename="GradingError", evalue="wrong", traceback=[])]
+    info = {"db_url": db_url(course), "notebook": assignment, "assignment": assignment}
+    nb, _ = HideHiddenTests().preprocess(nb, {"nbgrader": info})
+    pairs = zip(source.cells, nb.cells, strict=True)
+    tests = [(before, after) for before, after in pairs if is_test_cell(after)]
+    assert tests
+    for before, after in tests:
+        visible = before.source.partition("### BEGIN HIDDEN TESTS")[0]
+        after_end = before.source.partition("### END HIDDEN TESTS")[2]
+        assert after.source.strip() == (visible + after_end).strip()
+        assert after.outputs[0].traceback == ["GradingError: wrong"]
