@@ -64,6 +64,11 @@ def ensure_chromium():
             )
 
 
+def saves(response, kind):
+    """True for formgrader's answer to saving a grade or a comment (a PUT to its API)."""
+    return f"/formgrader/api/{kind}/" in response.url and response.request.method == "PUT"
+
+
 def first_criterion(source_cell):
     """The opening words of the first mark-scheme criterion, as a grader reads them."""
     scheme = source_cell.source.split("**Mark scheme**", 1)[1]
@@ -84,7 +89,7 @@ def graded_course(tmp_path_factory):
     cell = next(
         c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == written
     )
-    return course, written, cell
+    return course, source, written, cell
 
 
 @pytest.mark.slow
@@ -93,7 +98,7 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
     ensure_chromium()
     from playwright.sync_api import expect, sync_playwright
 
-    course, written, source_cell = graded_course
+    course, source, written, source_cell = graded_course
     screenshot = tmp_path / "formgrader.png"
     with running(course, tmp_path / "jupyterlab.log") as (base, token), sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
@@ -124,16 +129,19 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             assert STUDENT_ANSWER in answer_cell.inner_text()
             expect(score).to_have_class(re.compile(r"\bneeds_manual_grade\b"))
 
-            mark_scheme = answer_cell.locator("xpath=following-sibling::div[1]")
-            shown = mark_scheme.inner_text()
-            assert "Mark scheme (graders only)" in shown, f"no mark scheme under {written}"
-            assert first_criterion(source_cell) in shown
+            for cell in manual_cells(source):
+                answer = formgrader.locator("div.cell", has=formgrader.locator(f"#{cell.grade_id}"))
+                below = answer.locator("xpath=following-sibling::div[1]")
+                expect(below).to_contain_text("Mark scheme (graders only)")
+                expect(below).to_contain_text(cell.grade_id)
+            shown = answer_cell.locator("xpath=following-sibling::div[1]").inner_text()
+            assert first_criterion(source_cell) in shown, f"{written}'s criteria are not shown"
 
-            with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url) as saved:
+            with page.expect_response(lambda r: saves(r, "grade")) as saved:
                 score.fill(str(MANUAL_SCORE))
                 score.press("Tab")
             assert saved.value.ok
-            with page.expect_response(lambda r: "/formgrader/api/comment/" in r.url) as saved:
+            with page.expect_response(lambda r: saves(r, "comment")) as saved:
                 comment.fill(COMMENT)
                 comment.press("Tab")
             assert saved.value.ok
