@@ -20,9 +20,17 @@ c.Execute.extra_arguments = [
 c.LockCells.lock_readonly_cells = True
 c.LockCells.lock_grade_cells = True
 
+# Each kernel runs sandboxed (attncourse.sandbox): hidden course tree, no network, these limits.
+c.SandboxKernelManager.memory_mb = 3072
+c.SandboxKernelManager.cpu_seconds = 900
+
+# An unreadable notebook (bad JSON) is graded as empty with the reason, not an aborted run.
+c.Autograde.exporter_class = "attncourse.preprocessors.TolerantNotebookExporter"
+
 # Before a submission runs: scan it for tampering (imports, rebinding torch/np/builtins, locked-cell edits).
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
+    "attncourse.preprocessors.RepairGradeCells",  # put back deleted/stripped/duplicated grade cells
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "attncourse.integrity.IntegrityScan",  # before OverwriteCells restores the locked cells
@@ -31,10 +39,12 @@ c.Autograde.sanitize_preprocessors = [
 ]
 # After it ran: withhold the points of parts with integrity findings; show graders the mark scheme.
 c.Autograde.autograde_preprocessors = [
-    "nbgrader.preprocessors.Execute",
+    "attncourse.preprocessors.ResilientExecute",  # sandboxed kernel; a crash costs only its cell
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
+    "attncourse.preprocessors.StderrAsDisplay",  # a warning on stderr no longer zeroes a test
+    "attncourse.preprocessors.RecordGradingRun",  # repairs, faults, protections into the notebook
     "nbgrader.preprocessors.SaveAutoGrades",
     "attncourse.integrity.WithholdIntegrity",  # after SaveAutoGrades: zero the part, comment why
     "attncourse.markscheme.InsertMarkScheme",  # graders-only cell under each written answer

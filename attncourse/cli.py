@@ -24,9 +24,18 @@ def cmd_demo(args):
 
 
 def cmd_grade(args):
-    """Autograde every submission of one assignment."""
-    result = nbgrader("autograde", args.assignment, "--force", cwd=ROOT, check=False)
-    return result.returncode
+    """Autograde every submission of one assignment in parallel, sandboxed; print a summary."""
+    from attncourse.pipeline import grade
+
+    status, _ = grade(args.assignment, workers=args.workers, db_url=args.db_url)
+    return status
+
+
+def cmd_bench(args):
+    """Time stock nbgrader autograde against this pipeline at 1 and N workers."""
+    from attncourse.bench import run_bench
+
+    return run_bench(args.assignment, copies=args.copies, workers=args.workers, dest=args.dir)
 
 
 def cmd_feedback(args):
@@ -123,8 +132,16 @@ def build_parser():
 
     p = sub.add_parser("grade", help=cmd_grade.__doc__)
     p.add_argument("assignment")
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--workers", type=int, default=None, help="parallel kernels (default: cores)")
+    p.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite)")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("bench", help=cmd_bench.__doc__)
+    p.add_argument("--assignment", default="attention_variants")
+    p.add_argument("--copies", type=int, default=2, help="copies of each demo submission")
+    p.add_argument("--workers", type=int, default=None, help="the parallel run (default: cores)")
+    p.add_argument("--dir", default=None, help="keep the scratch courses here (default: temporary)")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("feedback", help=cmd_feedback.__doc__)
     p.add_argument("assignment")

@@ -1,0 +1,193 @@
+"""``make bench``: seconds per submission for stock nbgrader and for this pipeline, and why.
+
+Grades ``copies`` copies of the demo submissions of one assignment three
+times, each in its own scratch course with a fresh gradebook:
+
+1. stock ``nbgrader autograde`` with nbgrader's default preprocessors (only the
+   course's kernel arguments, so the hidden tests can import their helpers);
+2. ``attncourse grade`` with 1 worker (sandbox, repairs, everything on);
+3. ``attncourse grade`` with N workers (default: all cores).
+
+Then it times the pieces of one submission: starting a bare kernel, starting
+it with the course's helpers (which import torch), a plain ``import torch``,
+and the notebook's own compute (execution minus kernel start, from the
+pipeline's records). It is a measurement to read, not a test: numbers depend
+on what else runs on the machine, so run it on an otherwise idle one.
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from attncourse.autograde import prepare
+from attncourse.course import ROOT, nbgrader, notebook_path
+from attncourse.gradebook import total_scores
+from attncourse.pipeline import grade
+from attncourse.submissions import solution_submission, write_submission
+
+STOCK_CONFIG = """c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "attention"
+c.Execute.timeout = 120
+c.Execute.extra_arguments = {extra!r}
+"""
+
+
+def bench_submissions(assignment):
+    """student -> notebook: the demo students (or the solution and the release when none)."""
+    import nbformat
+
+    from attncourse.demo import demo_students
+
+    students = demo_students(assignment) or {"solution": {}, "blank": "release"}
+    release = nbformat.read(notebook_path(ROOT, "release", assignment), as_version=4)
+    return {
+        s: release if answers == "release" else solution_submission(ROOT, assignment, answers)
+        for s, answers in students.items()
+    }
+
+
+def _course(dest, assignment, submissions, copies, stock=False):
+    course = prepare(dest, [assignment])
+    if stock:
+        from traitlets.config.loader import PyFileConfigLoader
+
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+        extra = list(config.Execute.extra_arguments)
+        (course / "nbgrader_config.py").write_text(STOCK_CONFIG.format(extra=extra))
+        nbgrader("generate_assignment", assignment, "--force", cwd=course, quiet=True)
+    for k in range(copies):
+        for student, nb in submissions.items():
+            write_submission(course, f"{student}-{k}", assignment, nb)
+    return course
+
+
+def _kernel_start(extra, sandboxed):
+    """Seconds from launching a kernel to its first reply, as the grader starts it."""
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.utils import run_sync
+
+    from attncourse.sandbox import SandboxKernelManager
+
+    root = Path(tempfile.mkdtemp(prefix="attncourse-bench-"))
+    os.chmod(root, 0o711)
+    (root / "work").mkdir()
+    (root / "run").mkdir()
+    km = SandboxKernelManager() if sandboxed else AsyncKernelManager()
+    if sandboxed:
+        km.use_run_dir(root / "run")
+    started = time.monotonic()
+    run_sync(km.start_kernel)(extra_arguments=extra, cwd=str(root / "work"))
+    kc = km.client()
+    kc.start_channels()
+    run_sync(kc.wait_for_ready)(timeout=120)
+    seconds = time.monotonic() - started
+    kc.stop_channels()
+    run_sync(km.shutdown_kernel)(now=True)
+    shutil.rmtree(root, ignore_errors=True)
+    return seconds
+
+
+def _median(f, n=3):
+    return statistics.median(f() for _ in range(n))
+
+
+def where_time_goes(extra, records):
+    """Seconds for each piece of grading one submission."""
+    bare = ["--HistoryManager.hist_file=:memory:"]
+    torch_import = _median(
+        lambda: _timed([sys.executable, "-c", "import torch"]),
+    )
+    ready = [r["record"]["timing"]["kernel_ready_s"] for r in records if _timing(r)]
+    compute = [
+        r["record"]["timing"]["execute_s"] - r["record"]["timing"]["kernel_ready_s"]
+        for r in records
+        if _timing(r)
+    ]
+    return {
+        "python -c 'import torch'": torch_import,
+        "bare kernel start (no sandbox)": _median(lambda: _kernel_start(bare, False)),
+        "bare kernel start (sandboxed)": _median(lambda: _kernel_start(bare, True)),
+        "kernel start with the course helpers (torch), sandboxed": _median(
+            lambda: _kernel_start(extra, True)
+        ),
+        "kernel ready, in the pipeline (median)": statistics.median(ready) if ready else 0.0,
+        "notebook compute, in the pipeline (median)": statistics.median(compute)
+        if compute
+        else 0.0,
+    }
+
+
+def _timing(result):
+    timing = result.get("record", {}).get("timing", {})
+    return "kernel_ready_s" in timing and "execute_s" in timing
+
+
+def _timed(cmd):
+    started = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - started
+
+
+def run_bench(assignment="attention_variants", copies=2, workers=None, dest=None):
+    """Run the three gradings and the breakdown; print seconds per submission and ratios."""
+    workers = workers or os.cpu_count() or 1
+    base = Path(dest or tempfile.mkdtemp(prefix="attncourse-bench-"))
+    submissions = bench_submissions(assignment)
+    n = len(submissions) * copies
+    print(
+        f"bench: {assignment}, {n} submissions ({len(submissions)} demo x {copies}), "
+        f"{os.cpu_count()} cores, workers {workers}"
+    )
+
+    stock = _course(base / "stock", assignment, submissions, copies, stock=True)
+    started = time.monotonic()
+    nbgrader("autograde", assignment, "--force", cwd=stock, check=False, quiet=True)
+    t_stock = time.monotonic() - started
+    print(f"  stock nbgrader autograde:   {t_stock / n:6.2f} s/submission")
+
+    times, scores, records = {}, {}, []
+    for label, w in (("1 worker", 1), (f"{workers} workers", workers)):
+        course = _course(base / f"w{w}", assignment, submissions, copies)
+        started = time.monotonic()
+        _, results = grade(
+            assignment, workers=w, course=course, progress=False, out=open(os.devnull, "w")
+        )
+        times[w] = time.monotonic() - started
+        scores[w] = total_scores(course, assignment)
+        records += list(results.values())
+        print(f"  attncourse grade, {label:9s} {times[w] / n:6.2f} s/submission")
+    stock_scores = total_scores(stock, assignment)
+    differ = sorted(s for s in scores[1] if not scores[1][s] == scores[workers].get(s))
+    from_stock = sorted(s for s in scores[1] if scores[1][s] != stock_scores.get(s))
+    print(
+        f"  throughput {workers} workers / 1 worker: {times[1] / times[workers]:.2f}x "
+        f"(target >= 1.7x on 2 cores)"
+    )
+    print(f"  stock time / 1-worker time:  {t_stock / times[1]:.2f}x (target >= 1.0)")
+    print(
+        f"  1 worker and {workers} workers give the same scores: "
+        f"{'yes' if not differ else 'NO: ' + ', '.join(differ)}"
+    )
+    print(
+        f"  stock scores differ for: {', '.join(from_stock) or 'nobody'} "
+        "(stock zeroes cells that warn on stderr and aborts on damaged notebooks)"
+    )
+
+    from traitlets.config.loader import PyFileConfigLoader
+
+    extra = list(
+        PyFileConfigLoader("nbgrader_config.py", path=str(ROOT))
+        .load_config()
+        .Execute.extra_arguments
+    )
+    print("where the time of one submission goes (seconds):")
+    for what, seconds in where_time_goes(extra, records).items():
+        print(f"  {seconds:6.2f}  {what}")
+    if dest is None:
+        shutil.rmtree(base, ignore_errors=True)
+    return 1 if differ else 0

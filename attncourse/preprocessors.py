@@ -1,0 +1,467 @@
+"""nbgrader preprocessors that make autograding survive damaged and hostile submissions.
+
+Registered in ``nbgrader_config.py``, so plain ``nbgrader autograde`` and
+``attncourse grade`` run the same steps:
+
+* :class:`TolerantNotebookExporter` reads a notebook that is not valid JSON as
+  an empty one that says why, instead of aborting that student's grading.
+* :class:`RepairGradeCells` (sanitizing stage, before ``OverwriteCells``) puts
+  back grade and locked cells that were deleted or lost their nbgrader
+  metadata, at their place in the release, with the content the gradebook holds.
+* :class:`ResilientExecute` (replaces ``Execute``) runs the kernel in the
+  sandbox of :mod:`attncourse.sandbox`, caps each cell's output, and when the
+  kernel dies or hangs in a cell, scores that cell 0, restarts the kernel,
+  replays the cells before it and goes on, so later cells are still graded.
+* :class:`StderrAsDisplay` keeps warnings written to stderr visible but stops
+  nbgrader from reading them as a failed test (it zeroes any cell with stderr).
+* :class:`RecordGradingRun` stores what happened (repairs, faults, protections,
+  timings) in the autograded notebook's metadata under ``attncourse``.
+"""
+
+import atexit
+import copy
+import difflib
+import os
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import nbformat
+from jupyter_core.utils import run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbconvert.exporters import NotebookExporter
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from traitlets import Bool, Integer
+
+from attncourse.sandbox import SandboxKernelManager
+
+RECORD = "attncourse"
+
+
+def _record(nb):
+    """The attncourse record of a notebook (created when missing)."""
+    return nb.metadata.setdefault(RECORD, {})
+
+
+def _error(ename, evalue):
+    return nbformat.v4.new_output(
+        "error", ename=ename, evalue=evalue, traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"]
+    )
+
+
+class TolerantNotebookExporter(NotebookExporter):
+    """A notebook exporter that turns an unreadable file into an empty notebook saying why."""
+
+    def from_file(self, file_stream, resources=None, **kw):
+        try:
+            nb = nbformat.read(file_stream, as_version=4)
+        except Exception as e:  # not JSON, not a notebook, not UTF-8: the student's problem
+            nb = nbformat.v4.new_notebook()
+            reason = f"{type(e).__name__}: {e}"[:500]
+            nb.cells.append(
+                nbformat.v4.new_markdown_cell(f"**This submission could not be read:** {reason}")
+            )
+            _record(nb)["unreadable"] = reason
+        return self.from_notebook_node(nb, resources=resources, **kw)
+
+
+class RepairGradeCells(NbGraderPreprocessor):
+    """Restore deleted and metadata-stripped grade/locked cells from the gradebook.
+
+    Order and metadata come from the release notebook (what the student got);
+    the cell's content comes from the gradebook, which ``OverwriteCells`` then
+    enforces as usual. A cell without metadata is re-labelled when it sits
+    where the missing cell belongs and is the same kind of cell with a similar
+    source; otherwise a fresh copy is inserted there.
+    """
+
+    def preprocess(self, nb, resources):
+        reference = self._reference(resources)
+        if not reference:
+            return nb, resources
+        repairs = []
+        # Locked cells first (their source identifies them), then answers by position.
+        order = sorted(
+            range(len(reference)),
+            key=lambda k: reference[k][1].metadata.nbgrader.get("solution", False),
+        )
+        for position in order:
+            gid, ref = reference[position]
+            present = self._labelled(nb)
+            if gid in present:
+                continue
+            before = [present[g] for g, _ in reference[:position] if g in present]
+            after = [present[g] for g, _ in reference[position + 1 :] if g in present]
+            lo = max(before, default=-1)
+            hi = min([i for i in after if i > lo], default=len(nb.cells))
+            match = self._match(nb.cells, lo, hi, ref)
+            if match is not None:
+                nb.cells[match].metadata["nbgrader"] = copy.deepcopy(ref.metadata.nbgrader)
+                repairs.append(f"restored the nbgrader metadata of cell {gid}")
+            else:
+                nb.cells.insert(lo + 1, self._fresh(ref))
+                repairs.append(f"restored deleted cell {gid}")
+        for gid, copies in self._duplicates(nb).items():
+            for i in copies[:-1]:
+                del nb.cells[i].metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
+            repairs.append(f"cell {gid} appears {len(copies)} times; the last copy is graded")
+        for message in repairs:
+            self.log.warning("%s: %s", resources["nbgrader"].get("student"), message)
+        if repairs:
+            _record(nb).setdefault("repairs", []).extend(repairs)
+        return nb, resources
+
+    @staticmethod
+    def _labelled(nb):
+        return {
+            c.metadata.nbgrader["grade_id"]: i
+            for i, c in enumerate(nb.cells)
+            if c.metadata.get("nbgrader", {}).get("grade_id")
+        }
+
+    @staticmethod
+    def _duplicates(nb):
+        """grade_id -> indices of its copies, for every grade_id that appears more than once.
+
+        nbgrader's own DeduplicateIds leaves an empty metadata dict on the extra
+        copies, which CheckCellMetadata then rejects, aborting the whole class
+        (nbgrader #1083); removing the key instead keeps them plain cells.
+        """
+        copies = defaultdict(list)
+        for i, c in enumerate(nb.cells):
+            gid = c.metadata.get("nbgrader", {}).get("grade_id")
+            if gid:
+                copies[gid].append(i)
+        return {gid: idx for gid, idx in copies.items() if len(idx) > 1}
+
+    @staticmethod
+    def _match(cells, lo, hi, ref):
+        """Index of the unlabelled cell in (lo, hi) that is ``ref`` stripped of metadata, or None."""
+        candidates = [
+            i
+            for i in range(lo + 1, hi)
+            if cells[i].cell_type == ref.cell_type and not cells[i].metadata.get("nbgrader")
+        ]
+        if not candidates:
+            return None
+        ratio = {
+            i: difflib.SequenceMatcher(None, cells[i].source, ref.source).ratio()
+            for i in candidates
+        }
+        best = max(candidates, key=ratio.get)
+        answer = ref.metadata.nbgrader.get("solution", False)
+        if ratio[best] >= 0.6 or (answer and len(candidates) == 1):
+            return best
+        return None
+
+    def _fresh(self, ref):
+        cell = copy.deepcopy(ref)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cell.id = uuid.uuid4().hex[:8]
+        return cell
+
+    def _reference(self, resources):
+        """[(grade_id, release cell)] in release order, with the gradebook's source for each."""
+        info = resources["nbgrader"]
+        coursedir = CourseDirectory(config=self.config)
+        for folder in (coursedir.release_directory, coursedir.source_directory):
+            path = Path(coursedir.format_path(folder, ".", info["assignment"]))
+            path = path / f"{info['notebook']}.ipynb"
+            if path.exists():
+                release = nbformat.read(path, as_version=4)
+                break
+        else:
+            self.log.warning("No release notebook for %s: cannot repair cells", info["assignment"])
+            return []
+        reference = []
+        with Gradebook(info["db_url"]) as gb:
+            for cell in release.cells:
+                gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+                if not gid:
+                    continue
+                try:
+                    source = gb.find_source_cell(gid, info["notebook"], info["assignment"])
+                except MissingEntry:
+                    continue
+                cell = copy.deepcopy(cell)
+                cell.source = source.source
+                reference.append((gid, cell))
+        return reference
+
+
+class _Workspace:
+    """A kernel's private directories: ``work`` (its cwd, the student's files) and ``run``."""
+
+    def __init__(self):
+        self.root = Path(tempfile.mkdtemp(prefix="attncourse-kernel-"))
+        os.chmod(self.root, 0o711)
+        self.work = self.root / "work"
+        self.run = self.root / "run"
+        self.work.mkdir()
+        self.run.mkdir()
+
+    def give_to(self, km):
+        """Hand files copied in after ``km``'s kernel started to that kernel's uid."""
+        uid = km.protections().get("uid") if isinstance(km, SandboxKernelManager) else None
+        if uid is not None:
+            for path in [self.work, *self.work.rglob("*")]:
+                os.lchown(path, uid, uid)
+
+    def remove(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_spare = None  # (key, workspace, started kernel manager) for the next notebook of this process
+
+
+def _take_spare(key):
+    """The pre-started kernel if it fits ``key`` (else a fresh workspace and None)."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None:
+        if spare[0] == key and run_sync(spare[2].is_alive)():
+            return spare[1], spare[2]
+        _discard(spare)
+    return _Workspace(), None
+
+
+def _discard(spare):
+    _, workspace, km = spare
+    pgid = getattr(km.provisioner, "pgid", None)
+    if pgid:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    workspace.remove()
+
+
+@atexit.register
+def _discard_spare():
+    global _spare
+    if _spare is not None:
+        spare, _spare = _spare, None
+        _discard(spare)
+
+
+class ResilientExecute(Execute):
+    """nbgrader's ``Execute`` in the sandbox, surviving dead, hung and chatty kernels.
+
+    The kernel runs in a fresh working copy of the student's folder outside the
+    course tree (notebooks excluded: the sanitized copy holds the hidden tests).
+    """
+
+    max_output_bytes = Integer(
+        1_000_000, help="Output a cell may produce before the rest is dropped."
+    ).tag(config=True)
+    iopub_timeout = Integer(
+        30, help="Seconds to wait for a cell's last output after its reply (a flood of output)."
+    ).tag(config=True)
+    prewarm = Bool(
+        False, help="Start the next notebook's kernel while this one runs (torch import dominates)."
+    ).tag(config=True)
+    max_kernel_restarts = Integer(
+        3, help="Kernel deaths/hangs per notebook after which the remaining cells are not run."
+    ).tag(config=True)
+
+    def __init__(self, **kw):
+        kw.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(**kw)
+
+    def preprocess(self, nb, resources, km=None):
+        record = resources.setdefault(RECORD, copy.deepcopy(nb.metadata.get(RECORD, {})))
+        record.setdefault("faults", [])
+        if record.get("unreadable"):
+            for cell in nb.cells:
+                if cell.cell_type == "code" and utils.is_grade(cell):
+                    cell.outputs = [_error("SubmissionUnreadable", record["unreadable"])]
+            return nb, resources
+        self._record = record
+        self._dead = set()
+        self._restarts = 0
+        self._output_bytes = defaultdict(int)
+        self._truncated = set()
+        kernel_name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", "")
+        self._workspace, self._adopt = _take_spare(self._spare_key(kernel_name))
+        meta = resources.setdefault("metadata", {})
+        original = meta.get("path")
+        if original and os.path.isdir(original):
+            shutil.copytree(
+                original,
+                self._workspace.work,
+                ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"),
+                dirs_exist_ok=True,
+            )
+        if self._adopt is not None:
+            self._workspace.give_to(self._adopt)
+        meta["path"] = str(self._workspace.work)
+        started = self._kernel_started = time.monotonic()
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        finally:
+            meta["path"] = original
+            self._workspace.remove()
+        record.setdefault("timing", {})["execute_s"] = round(time.monotonic() - started, 3)
+        return nb, resources
+
+    def _spare_key(self, kernel_name):
+        return (self.kernel_manager_class, kernel_name, tuple(self.extra_arguments))
+
+    def create_kernel_manager(self):
+        if self._adopt is not None:
+            self.kernel_name = self.kernel_name or self._adopt.kernel_name
+            self.km, self._adopt = self._adopt, None
+            return self.km
+        km = super().create_kernel_manager()
+        if isinstance(km, SandboxKernelManager):
+            km.use_run_dir(self._workspace.run)
+        return km
+
+    async def _async_start_spare(self):
+        """Launch the kernel for the next notebook now, so its start overlaps this one's run."""
+        global _spare
+        if not self.prewarm or _spare is not None:
+            return
+        workspace = _Workspace()
+        km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config)
+        if isinstance(km, SandboxKernelManager):
+            km.use_run_dir(workspace.run)
+        await km.start_kernel(extra_arguments=list(self.extra_arguments), cwd=str(workspace.work))
+        _spare = (self._spare_key(self.kernel_name), workspace, km)
+
+    async def async_start_new_kernel(self, **kwargs):
+        self._kernel_started = time.monotonic()
+        await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        timing = self._record.setdefault("timing", {})
+        timing.setdefault("kernel_ready_s", round(time.monotonic() - self._kernel_started, 3))
+        if "protections" not in self._record:
+            manager = self.km
+            self._record["protections"] = (
+                manager.protections() if isinstance(manager, SandboxKernelManager) else {}
+            )
+        await self._async_start_spare()
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return cell, resources
+        if self._restarts > self.max_kernel_restarts:
+            cell.outputs = [_error("NotRun", "the kernel died too often; this cell was not run")]
+            return cell, resources
+        try:
+            cell = self.execute_cell(cell, index, store_history=True)
+        except (DeadKernelError, CellTimeoutError) as e:
+            died = isinstance(e, DeadKernelError)
+            what = "the kernel died" if died else "the cell did not stop when interrupted"
+            cell.outputs.append(
+                _error(
+                    "KernelDied" if died else "CellTimeoutError",
+                    f"{what} while running this cell (crash, out of memory or a hang); "
+                    "it scores 0 and the kernel was restarted for the cells after it",
+                )
+            )
+            self._fault(cell, index, "kernel died" if died else "hung")
+            self._dead.add(index)
+            self._restart(index)
+        # A cell that left processes behind (their zombies keep counting against the process
+        # limit) or ran out of memory (what it allocated stays referenced) would spoil the
+        # cells after it: continue in a fresh kernel without it.
+        if isinstance(self.km, SandboxKernelManager) and self.km.reap_strays():
+            self._fresh_kernel_without(cell, index, "left processes behind")
+        elif any(o.get("ename") == "MemoryError" for o in cell.outputs):
+            self._fresh_kernel_without(cell, index, "out of memory")
+        if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
+            if not any(f["cell"] == self._name(cell, index) for f in self._record["faults"]):
+                self._fault(cell, index, "timeout")
+        return cell, self.resources
+
+    @staticmethod
+    def _name(cell, index):
+        return cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+
+    def _fault(self, cell, index, kind):
+        self._record["faults"].append({"cell": self._name(cell, index), "fault": kind})
+        self.log.warning("%s in %s", kind, self._name(cell, index))
+
+    def _fresh_kernel_without(self, cell, index, fault):
+        self._fault(cell, index, fault)
+        self._dead.add(index)
+        self._restart(index + 1)
+
+    def _restart(self, index):
+        """A fresh sandboxed kernel with the cells before ``index`` replayed (outputs dropped)."""
+        self._restarts += 1
+        run_sync(self._async_cleanup_kernel)()
+        if self._restarts > self.max_kernel_restarts:
+            return
+        self.km = self.create_kernel_manager()
+        self.start_new_kernel()
+        self.start_new_kernel_client()
+        for i, cell in enumerate(self.nb.cells[:index]):
+            if cell.cell_type != "code" or i in self._dead or not cell.source.strip():
+                continue
+            try:
+                self.wait_for_reply(self.kc.execute(cell.source, store_history=False))
+            except (DeadKernelError, TimeoutError, CellTimeoutError):
+                self._dead.add(i)
+                return self._restart(index)
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        size = len(content.get("text", "")) + sum(
+            len(str(v)) for v in content.get("data", {}).values()
+        )
+        left = self.max_output_bytes - self._output_bytes[cell_index]
+        self._output_bytes[cell_index] += size
+        if size <= left:
+            return super().output(outs, msg, display_id, cell_index)
+        if left > 0 and msg["msg_type"] == "stream":
+            msg = {**msg, "content": {**content, "text": content["text"][:left]}}
+            super().output(outs, msg, display_id, cell_index)
+        if cell_index not in self._truncated:
+            self._truncated.add(cell_index)
+            self._fault(self.nb.cells[cell_index], cell_index, "output truncated")
+            note = f"[output truncated: this cell printed more than {self.max_output_bytes} bytes]"
+            outs.append(nbformat.v4.new_output("display_data", data={"text/plain": note}))
+        return None
+
+
+class StderrAsDisplay(NbGraderPreprocessor):
+    """Show stderr of graded cells as display output, so a warning alone never zeroes a test."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and utils.is_grade(cell):
+            for i, out in enumerate(cell.outputs):
+                if out.output_type == "stream" and out.name == "stderr":
+                    cell.outputs[i] = NotebookNode(
+                        output_type="display_data",
+                        data={"text/plain": out.text},
+                        metadata={RECORD: {"stream": "stderr"}},
+                    )
+        return cell, resources
+
+
+class RecordGradingRun(NbGraderPreprocessor):
+    """Write the run's record (repairs, faults, protections, timings) into the notebook."""
+
+    def preprocess(self, nb, resources):
+        record = resources.get(RECORD) or nb.metadata.get(RECORD)
+        if record:
+            nb.metadata[RECORD] = record
+        return nb, resources

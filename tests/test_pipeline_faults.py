@@ -1,0 +1,323 @@
+"""The fault corpus: one class of hostile and damaged submissions, autograded in one run.
+
+Every fault sits in the answer cell of Part 4 (``p4_output_shapes``), before
+the instructor's solution: when the fault stops the cell, the function is
+never defined and exactly Part 4's test loses its points; when it does not
+(a warning, a flood of output), nothing is lost. Damaged notebooks (duplicated,
+deleted, stripped cells) are otherwise perfect. So each student's expected
+score is the full autograded score minus the cells listed below, and any other
+difference means a fault leaked into other cells or other students.
+
+The class is graded by ``attncourse grade`` with 2 workers, and again by plain
+``nbgrader autograde`` under the same course config: the scores must agree.
+"""
+
+import copy
+import hashlib
+import json
+import socket
+import sqlite3
+import threading
+
+import nbformat
+import pytest
+
+from attncourse.autograde import prepare
+from attncourse.course import ROOT, nbgrader, notebook_path
+from attncourse.gradebook import cell_scores
+from attncourse.pipeline import grade
+from attncourse.submissions import grade_id, solution_answers, solution_submission, write_submission
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("faults")]
+
+ASSIGNMENT = "attention_variants"
+PART = "p4_output_shapes"
+PART_TEST = "p4_output_shapes_test"
+TIMEOUT = ["--Execute.timeout=60"]  # the course's 120 s, halved: two students hang on purpose
+
+SOLUTION = solution_answers(nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4))[
+    PART
+]
+
+MEMORY_BOMB = "hog = []\nwhile True:\n    hog.append(bytearray(10**8))\n"
+FORK_BOMB = "import os\n\nwhile True:\n    os.fork()\n"
+INFINITE_LOOP = "while True:\n    pass\n"
+IGNORES_INTERRUPT = (
+    "import signal\n\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
+)
+EXIT = "import os\n\nos._exit(1)\n"
+SEGFAULT = "import ctypes\n\nctypes.string_at(0)\n"
+SELF_SIGSEGV = "import os\n\nos.kill(os.getpid(), 11)\n"
+BIG_PRINT = "print('x' * 100_000_000)\n"
+# numpy's RuntimeWarning goes to stderr each time the test calls output_shapes.
+WARNS = SOLUTION.replace("    return (\n", "    np.log(np.zeros(1))\n    return (\n", 1)
+WRONG = SOLUTION.replace("(H * D_v,),  # o_l1", "(D_v,),  # o_l1")
+
+# What an escape attempt reports, one line of JSON: path -> "ok" or the error it met.
+SNOOP = """import json, os, socket
+
+report = {{}}
+for path in {reads!r}:
+    try:
+        with open(path, "rb") as f:
+            report[path] = "read %d bytes" % len(f.read())
+    except OSError as e:
+        report[path] = type(e).__name__
+for path in {writes!r}:
+    try:
+        with open(path, "ab") as f:
+            f.write(b"pwned")
+        report[path] = "wrote"
+    except OSError as e:
+        report[path] = type(e).__name__
+try:
+    os.remove({gradebook!r})
+    report["remove gradebook"] = "removed"
+except OSError as e:
+    report["remove gradebook"] = type(e).__name__
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
+    report["network"] = "connected"
+except OSError as e:
+    report["network"] = type(e).__name__
+print("SNOOP " + json.dumps(report))
+raise RuntimeError("done snooping")
+"""
+
+# student -> (override of the Part 4 answer or a damage function, cells that must score 0, status)
+LOSES_PART_4 = {PART_TEST}
+
+
+def _cell(nb, gid):
+    return next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
+
+
+def _duplicate_test(nb):
+    i = _cell(nb, "p5_mha_values_test")
+    nb.cells.insert(i + 1, copy.deepcopy(nb.cells[i]))
+    nb.cells[i + 1].id = "dupl1cat"
+    return nb
+
+
+def _delete_test(nb):
+    del nb.cells[_cell(nb, "p3_softmax_argument_values_test")]
+    return nb
+
+
+def _strip_metadata(nb):
+    for gid in ("p2_projections", "p2_projections_test"):
+        del nb.cells[_cell(nb, gid)].metadata["nbgrader"]
+    return nb
+
+
+class Listener:
+    """A TCP server on loopback that counts connections (none may arrive from a kernel)."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.sock.settimeout(0.5)
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def corpus(course, listener, outside):
+    """student -> (submission or raw text or None, grade_ids that must score 0, status)."""
+    gradebook = str(course / "gradebook.db")
+    reads = [
+        str(notebook_path(course, "source", ASSIGNMENT)),
+        gradebook,
+        str(notebook_path(course, "submitted", ASSIGNMENT, "correct")),
+        str(course / "nbgrader_config.py"),
+    ]
+    writes = [
+        gradebook,
+        str(course / "source" / ASSIGNMENT / "pwned.txt"),
+        str(course / "submitted" / "correct" / ASSIGNMENT / "pwned.txt"),
+        str(outside / "escaped.txt"),
+    ]
+    snoop = SNOOP.format(reads=reads, writes=writes, gradebook=gradebook, port=listener.port)
+
+    def answer(code):
+        return solution_submission(ROOT, ASSIGNMENT, {PART: code})
+
+    return {
+        "correct": (solution_submission(ROOT, ASSIGNMENT), set(), "ok"),
+        "wrong": (answer(WRONG), LOSES_PART_4, "ok"),
+        "memory_bomb": (answer(MEMORY_BOMB + SOLUTION), LOSES_PART_4, "faults"),
+        "fork_bomb": (answer(FORK_BOMB + SOLUTION), LOSES_PART_4, "faults"),
+        "infinite_loop": (answer(INFINITE_LOOP + SOLUTION), LOSES_PART_4, "faults"),
+        "ignores_interrupt": (answer(IGNORES_INTERRUPT + SOLUTION), LOSES_PART_4, "faults"),
+        "exits": (answer(EXIT + SOLUTION), LOSES_PART_4, "faults"),
+        "segfault": (answer(SEGFAULT + SOLUTION), LOSES_PART_4, "faults"),
+        "self_sigsegv": (answer(SELF_SIGSEGV + SOLUTION), LOSES_PART_4, "faults"),
+        "big_print": (answer(BIG_PRINT + SOLUTION), set(), "faults"),
+        "warns": (answer(WARNS), set(), "ok"),
+        "snoop": (answer(snoop + SOLUTION), LOSES_PART_4, "ok"),
+        "duplicated_test": (
+            _duplicate_test(solution_submission(ROOT, ASSIGNMENT)),
+            set(),
+            "repaired",
+        ),
+        "deleted_test": (_delete_test(solution_submission(ROOT, ASSIGNMENT)), set(), "repaired"),
+        "stripped_metadata": (
+            _strip_metadata(solution_submission(ROOT, ASSIGNMENT)),
+            set(),
+            "repaired",
+        ),
+        "malformed_json": (
+            nbformat.writes(solution_submission(ROOT, ASSIGNMENT))[:3000],
+            "all",
+            "unreadable",
+        ),
+        "missing_notebook": (None, None, "missing"),
+    }
+
+
+def submit_all(course, students):
+    for student, (nb, _, _) in students.items():
+        if nb is None:
+            (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
+        else:
+            write_submission(course, student, ASSIGNMENT, nb)
+
+
+def sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The corpus graded by the pipeline (2 workers) and by plain nbgrader autograde."""
+    base = tmp_path_factory.mktemp("faults")
+    outside = base / "outside"
+    outside.mkdir()
+    listener = Listener()
+    course = prepare(base / "course", [ASSIGNMENT])
+    plain = prepare(base / "plain", [ASSIGNMENT])
+    students = corpus(course, listener, outside)
+    submit_all(course, students)
+    submit_all(plain, corpus(plain, listener, outside))
+    source_hash = sha(notebook_path(course, "source", ASSIGNMENT))
+    status, results = grade(ASSIGNMENT, workers=2, course=course, nbgrader_args=TIMEOUT)
+    nbgrader("autograde", ASSIGNMENT, "--force", *TIMEOUT, cwd=plain, check=False, quiet=True)
+    listener.close()
+    yield {
+        "course": course,
+        "plain": plain,
+        "outside": outside,
+        "students": students,
+        "status": status,
+        "results": results,
+        "source_hash": source_hash,
+        "connections": listener.connections,
+    }
+
+
+def autograded_cells(course):
+    """grade_id -> max points of every autograded (code) grade cell of the assignment."""
+    nb = nbformat.read(notebook_path(course, "release", ASSIGNMENT), as_version=4)
+    return {
+        grade_id(c): c.metadata.nbgrader["points"]
+        for c in nb.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+    }
+
+
+def test_every_student_gets_exactly_the_expected_score(graded):
+    scores = cell_scores(graded["course"], ASSIGNMENT)
+    cells = autograded_cells(graded["course"])
+    for student, (_, zeroed, _) in graded["students"].items():
+        if zeroed is None:
+            assert student not in scores, f"{student} has no notebook and must have no grades"
+            continue
+        zeroed = set(cells) if zeroed == "all" else zeroed
+        got = {gid: scores[student][gid][0] for gid in cells}
+        expected = {gid: 0.0 if gid in zeroed else float(points) for gid, points in cells.items()}
+        assert got == expected, f"{student}: {got} != {expected}"
+
+
+def test_each_student_gets_the_expected_status_and_the_run_succeeds(graded):
+    assert graded["status"] == 0
+    for student, (_, _, status) in graded["students"].items():
+        if status is not None:
+            assert graded["results"][student]["status"] == status, graded["results"][student]
+
+
+def test_faults_are_recorded_against_the_cell_that_caused_them(graded):
+    results = graded["results"]
+    for student, kinds in [
+        ("infinite_loop", {"timeout"}),
+        ("ignores_interrupt", {"hung"}),
+        ("exits", {"kernel died"}),
+        ("segfault", {"kernel died"}),
+        ("self_sigsegv", {"kernel died"}),
+        ("big_print", {"output truncated"}),
+        ("memory_bomb", {"out of memory", "kernel died"}),
+        ("fork_bomb", {"left processes behind", "hung", "timeout"}),
+    ]:
+        faults = results[student]["record"]["faults"]
+        assert {f["fault"] for f in faults if f["cell"] == PART} & kinds, (student, faults)
+        assert all(f["cell"] == PART for f in faults), (student, faults)
+    assert "no attention_variants.ipynb" in results["missing_notebook"]["details"]
+    assert "NotJSONError" in results["malformed_json"]["details"]
+
+
+def test_crashed_students_keep_their_autograded_notebook(graded):
+    for student in ("exits", "segfault", "self_sigsegv", "infinite_loop", "malformed_json"):
+        path = notebook_path(graded["course"], "autograded", ASSIGNMENT, student)
+        assert path.exists(), f"{student}'s autograded notebook was removed"
+
+
+def test_plain_nbgrader_autograde_gives_the_same_scores(graded):
+    assert cell_scores(graded["plain"], ASSIGNMENT) == cell_scores(graded["course"], ASSIGNMENT)
+
+
+def test_gradebook_rows_are_complete_and_unique(graded):
+    db = sqlite3.connect(graded["course"] / "gradebook.db")
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    graded_students = [s for s, (nb, _, _) in graded["students"].items() if nb is not None]
+    n_cells = db.execute("SELECT COUNT(*) FROM grade_cells").fetchone()[0]
+    assert db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone()[0] == len(
+        graded_students
+    )
+    assert db.execute("SELECT COUNT(*) FROM grade").fetchone()[0] == n_cells * len(graded_students)
+    duplicates = db.execute(
+        "SELECT notebook_id, cell_id FROM grade GROUP BY notebook_id, cell_id HAVING COUNT(*) > 1"
+    ).fetchall()
+    assert duplicates == []
+
+
+def test_escape_attempts_took_no_effect(graded):
+    course = graded["course"]
+    assert not (course / "source" / ASSIGNMENT / "pwned.txt").exists()
+    assert not (course / "submitted" / "correct" / ASSIGNMENT / "pwned.txt").exists()
+    assert not (graded["outside"] / "escaped.txt").exists()
+    assert sha(notebook_path(course, "source", ASSIGNMENT)) == graded["source_hash"]
+    assert graded["connections"] == 0
+    nb = nbformat.read(notebook_path(course, "autograded", ASSIGNMENT, "snoop"), as_version=4)
+    text = "".join(
+        o.get("text", "") for o in nb.cells[_cell(nb, PART)].outputs if o.output_type == "stream"
+    )
+    report = json.loads(text.split("SNOOP ", 1)[1].splitlines()[0])
+    assert report, text
+    for what, outcome in report.items():
+        assert outcome in ("FileNotFoundError", "PermissionError", "OSError"), (what, outcome)
+    # What it could not do, it could not see either: the paths do not exist for it.
+    assert report[str(course / "gradebook.db")] == "FileNotFoundError"

@@ -1,0 +1,114 @@
+"""Parallel grading against a real PostgreSQL gradebook, started by the test itself.
+
+The server runs from a temporary data directory as an unprivileged user
+(``initdb`` refuses root), listens on loopback only, and is stopped at the end.
+Where PostgreSQL is not installed the test installs Debian's ``postgresql``
+(when it runs as root with apt-get), and is skipped, saying why, only where
+neither works.
+"""
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from toy_course import ASSIGNMENT, class_submissions, make_course, submit
+
+from attncourse.course import nbgrader
+from attncourse.gradebook import cell_scores
+from attncourse.pipeline import grade
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
+
+
+def _bin(name):
+    found = shutil.which(name) or sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found if isinstance(found, str) else (found[-1] if found else None)
+
+
+def postgres_binaries():
+    """(initdb, pg_ctl), installing Debian's postgresql when missing and possible; else skip."""
+    if not (_bin("initdb") and _bin("pg_ctl")):
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            pytest.skip("PostgreSQL is not installed and cannot be (needs root and apt-get)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
+        done = subprocess.run(
+            ["apt-get", "install", "-y", "-q", "postgresql"], env=env, capture_output=True
+        )
+        if done.returncode != 0 or not _bin("initdb"):
+            pytest.skip(f"apt-get install postgresql failed: {done.stderr.decode()[-300:]}")
+    return _bin("initdb"), _bin("pg_ctl")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    """postgresql+psycopg2:// URL (SQLAlchemy 2.1 defaults to psycopg 3) of a fresh server with an empty ``gradebook`` database."""
+    initdb, pg_ctl = postgres_binaries()
+    user = "nobody" if os.geteuid() == 0 else None
+    base = Path(tempfile.mkdtemp(prefix="attncourse-pg-"))
+    os.chmod(base, 0o755)
+    data = base / "data"
+    data.mkdir()
+    if user:
+        entry = pwd.getpwnam(user)
+        os.chown(data, entry.pw_uid, entry.pw_gid)
+    port = _free_port()
+
+    def run(*cmd):
+        return subprocess.run(cmd, user=user, check=True, capture_output=True, cwd=base)
+
+    run(initdb, "-D", str(data), "-U", "postgres", "--auth=trust")
+    options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1"
+    run(pg_ctl, "-D", str(data), "-o", options, "-l", str(data / "server.log"), "-w", "start")
+    try:
+        import psycopg2
+
+        admin = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres")
+        admin.autocommit = True
+        admin.cursor().execute("CREATE DATABASE gradebook")
+        admin.close()
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/gradebook"
+    finally:
+        subprocess.run([pg_ctl, "-D", str(data), "-m", "immediate", "stop"], user=user)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_parallel_grading_against_postgres_matches_sqlite(tmp_path, postgres_url):
+    pg_course = make_course(tmp_path / "pg")
+    nbgrader(
+        "generate_assignment",
+        ASSIGNMENT,
+        "--force",
+        f"--CourseDirectory.db_url={postgres_url}",
+        cwd=pg_course,
+        quiet=True,
+    )
+    (pg_course / "gradebook.db").unlink()  # make_course released into SQLite first
+    sqlite_course = make_course(tmp_path / "sqlite")
+    students = class_submissions(pg_course)
+    for course in (pg_course, sqlite_course):
+        for student, nb in students.items():
+            submit(course, student, nb)
+
+    status, results = grade(ASSIGNMENT, workers=2, course=pg_course, db_url=postgres_url)
+    assert status == 0
+    assert grade(ASSIGNMENT, workers=2, course=sqlite_course)[0] == 0
+
+    on_postgres = cell_scores(pg_course, ASSIGNMENT, url=postgres_url)
+    assert set(on_postgres) == set(students)
+    assert on_postgres == cell_scores(sqlite_course, ASSIGNMENT)
+    perfect = on_postgres["perfect"]
+    assert all(score == points for score, points, manual in perfect.values() if not manual)
+    assert not (pg_course / "gradebook.db").exists(), "grading fell back to SQLite"

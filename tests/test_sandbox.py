@@ -1,0 +1,154 @@
+"""The kernel sandbox on its own: what a process inside can see, reach and use.
+
+The launcher records in ``protections.json`` what the platform gave it; each
+test checks that a recorded protection really holds, and is skipped (saying
+which) where the platform did not give it.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jupyter_core.utils import run_sync
+
+import attncourse
+from attncourse.sandbox import SandboxKernelManager
+
+PROBE = r"""
+import json, os, resource, socket, sys
+out = {"uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd(), "listing": os.listdir(".")}
+for name, path in [("secret", sys.argv[1]), ("course_pkg", sys.argv[2])]:
+    try:
+        out[name] = open(path).read()
+    except OSError as e:
+        out[name] = type(e).__name__
+try:
+    open(sys.argv[2] + ".new", "w")
+    out["write_pkg"] = "wrote"
+except OSError as e:
+    out["write_pkg"] = type(e).__name__
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[3])), timeout=2)
+    out["network"] = "connected"
+except OSError as e:
+    out["network"] = type(e).__name__
+out["limits"] = {k: resource.getrlimit(getattr(resource, "RLIMIT_" + k.upper()))[0]
+                 for k in ("as", "cpu", "nproc", "fsize")}
+try:
+    with open("big", "wb") as f:
+        f.write(b"x" * (3 * 2**20))
+    out["big_file"] = "wrote"
+except OSError as e:
+    out["big_file"] = type(e).__name__
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory):
+    """Run PROBE in the sandbox; return (what it saw, what the launcher recorded, the secret)."""
+    base = tmp_path_factory.mktemp("sandbox")
+    secret = base / "secret.txt"
+    secret.write_text("solutions")
+    server = socket.create_server(("127.0.0.1", 0))
+    root = Path(tempfile_dir())
+    work, run = root / "work", root / "run"
+    work.mkdir()
+    run.mkdir()
+    (work / "data.csv").write_text("1,2\n")
+    km = SandboxKernelManager(file_size_mb=2)
+    km.use_run_dir(run)
+    spec = km.spec(work)
+    package = Path(attncourse.__file__)
+    cmd = [sys.executable, "-c", PROBE, str(secret), str(package), str(server.getsockname()[1])]
+    launcher = [sys.executable, "-m", "attncourse.sandbox", json.dumps(spec), "--", *cmd]
+    done = subprocess.run(launcher, capture_output=True, text=True, timeout=120)
+    server.close()
+    record = json.loads((run / "protections.json").read_text())
+    log = (run / "kernel.log").read_text()
+    assert done.returncode == 0, log
+    return json.loads(log.strip().splitlines()[-1]), record, work
+
+
+def tempfile_dir():
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="attncourse-test-sandbox-")
+    os.chmod(path, 0o711)
+    return path
+
+
+def needs(record, key):
+    if not record.get(key):
+        pytest.skip(f"this platform gave the sandbox no {key.replace('_', ' ')}")
+
+
+def test_kernel_runs_in_its_working_copy(probed):
+    seen, _, work = probed
+    assert seen["cwd"] == str(work)
+    assert seen["listing"] == ["data.csv"]
+
+
+def test_files_outside_the_working_copy_do_not_exist_for_it(probed):
+    seen, record, _ = probed
+    needs(record, "mount_namespace")
+    assert seen["secret"] == "FileNotFoundError"
+    assert "/tmp" in record["hidden"]
+
+
+def test_course_package_is_readable_but_not_writable(probed):
+    seen, record, _ = probed
+    needs(record, "mount_namespace")
+    assert seen["course_pkg"] not in ("FileNotFoundError", "PermissionError")  # it read it
+    assert seen["write_pkg"] in ("OSError", "PermissionError")
+
+
+def test_no_network(probed):
+    seen, record, _ = probed
+    needs(record, "network_namespace")
+    assert seen["network"] == "OSError"
+
+
+def test_own_pid_namespace_and_unprivileged_uid(probed):
+    seen, record, _ = probed
+    needs(record, "pid_namespace")
+    assert seen["pid"] == 2  # 1 is the sandbox's init
+    if os.geteuid() == 0:
+        needs(record, "uid")
+        assert seen["uid"] == record["uid"] != 0
+
+
+def test_rlimits_apply(probed):
+    seen, record, _ = probed
+    assert seen["limits"]["as"] == record["rlimits"]["as"]
+    assert seen["limits"]["cpu"] == record["rlimits"]["cpu"]
+    assert seen["limits"]["fsize"] == 2 * 2**20
+    assert seen["big_file"] == "OSError"  # 3 MiB > the 2 MiB file-size limit
+    if "nproc" in record["rlimits"]:
+        assert seen["limits"]["nproc"] == record["rlimits"]["nproc"]
+
+
+def test_kernel_manager_reaches_a_sandboxed_kernel_over_ipc():
+    root = Path(tempfile_dir())
+    (root / "work").mkdir()
+    (root / "run").mkdir()
+    km = SandboxKernelManager()
+    km.use_run_dir(root / "run")
+    run_sync(km.start_kernel)(
+        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
+    )
+    try:
+        kc = km.client()
+        kc.start_channels()
+        run_sync(kc.wait_for_ready)(timeout=120)
+        reply = run_sync(kc.execute_interactive)("import os", timeout=60)
+        assert reply["content"]["status"] == "ok"
+        assert km.transport == "ipc"
+        assert km.protections().get("mount_namespace") is not None
+        kc.stop_channels()
+    finally:
+        run_sync(km.shutdown_kernel)(now=True)
