@@ -154,7 +154,12 @@ class CourseCell:
     locked: bool
     answer: bool
     graded: bool
-    sources: frozenset
+    sources: frozenset  # normalized, as recorded and without its hidden tests
+
+    @classmethod
+    def of(cls, grade_id, cell_type, locked, answer, graded, source):
+        versions = {normalize(source), normalize(without_hidden_tests(source))}
+        return cls(grade_id, cell_type, locked and not answer, answer, graded, frozenset(versions))
 
 
 def normalize(source):
@@ -216,15 +221,14 @@ class CourseNotebook:
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if "grade_id" not in meta:
                 continue
-            source = cell.source
             cells.append(
-                CourseCell(
+                CourseCell.of(
                     meta["grade_id"],
                     cell.cell_type,
-                    bool(meta.get("locked")) and not meta.get("solution"),
+                    bool(meta.get("locked")),
                     bool(meta.get("solution")),
                     bool(meta.get("grade")),
-                    frozenset({normalize(source), normalize(without_hidden_tests(source))}),
+                    cell.source,
                 )
             )
         return cls(cells)
@@ -237,21 +241,17 @@ class CourseNotebook:
         graded = {cell.name for cell in notebook.grade_cells}
         answers = {cell.name for cell in notebook.solution_cells}
         ordered = [g for g in order if g in sources] + sorted(set(sources) - set(order))
-        cells = []
-        for gid in ordered:
-            cell = sources[gid]
-            cells.append(
-                CourseCell(
-                    gid,
-                    cell.cell_type,
-                    bool(cell.locked) and gid not in answers,
-                    gid in answers,
-                    gid in graded,
-                    frozenset(
-                        {normalize(cell.source), normalize(without_hidden_tests(cell.source))}
-                    ),
-                )
+        cells = [
+            CourseCell.of(
+                gid,
+                sources[gid].cell_type,
+                bool(sources[gid].locked),
+                gid in answers,
+                gid in graded,
+                sources[gid].source,
             )
+            for gid in ordered
+        ]
         return cls(cells)
 
 
@@ -266,18 +266,13 @@ def scan_notebook(nb, course):
             part = course.part_of[gid]
         source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
         text = normalize(source)
-
-        def found(kind, line, detail, index=index, gid=gid, part=part):
-            findings.append(Finding(index, gid, part, kind, line, detail))
-
+        hits = []
         if ref is not None and ref.locked:
             if text not in ref.sources:
-                found("locked cell edited", None, "the source differs from the course's")
-            continue
-        if cell.cell_type != "code" or text in course.trusted:
-            continue
-        for kind, line, detail in scan_source(source, course.protected, course.allowed_imports):
-            found(kind, line, detail)
+                hits = [("locked cell edited", None, "the source differs from the course's")]
+        elif cell.cell_type == "code" and text not in course.trusted:
+            hits = scan_source(source, course.protected, course.allowed_imports)
+        findings += [Finding(index, gid, part, *hit) for hit in hits]
     return findings
 
 
