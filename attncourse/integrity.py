@@ -397,13 +397,9 @@ class _Scanner(ast.NodeVisitor):
                 if self.depth == 0 and node.id in self.protected:
                     self.add("rebinding", node, f"{verb} the name {node.id!r}")
             elif isinstance(node, (ast.Attribute, ast.Subscript)):
-                root = _root(node)
-                attrs = _chain_attributes(node)
-                text = ast.unparse(node)
-                if root in self.protected | self.aliases | {"type", "globals", "locals", "vars"}:
-                    self.add("rebinding", node, f"{verb} {text}")
-                elif any(_is_dunder(a) for a in attrs):
-                    self.add("rebinding", node, f"{verb} {text}")
+                shared = self.protected | self.aliases | {"type", "globals", "locals", "vars"}
+                if _root(node) in shared or any(map(_is_dunder, _chain_attributes(node))):
+                    self.add("rebinding", node, f"{verb} {ast.unparse(node)}")
 
     # --- scopes: a top-level rebinding matters, a local variable does not
     def _scoped(self, node):
