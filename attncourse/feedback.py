@@ -68,13 +68,11 @@ class HideHiddenTests(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         with Gradebook(info["db_url"]) as gb:
-            self.sources = {}
             try:
-                notebook = gb.find_notebook(info["notebook"], info["assignment"])
+                cells = gb.find_notebook(info["notebook"], info["assignment"]).source_cells
+                self.sources = {cell.name: cell.source for cell in cells}
             except MissingEntry:
-                notebook = None
-            if notebook is not None:
-                self.sources = {cell.name: cell.source for cell in notebook.source_cells}
+                self.sources = {}
         nb.cells = [cell for cell in nb.cells if not is_mark_scheme_cell(cell)]
         nb, resources = super().preprocess(nb, resources)
         findings = findings_of(nb)
@@ -85,7 +83,8 @@ class HideHiddenTests(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, index):
         if is_test_cell(cell):
             gid = cell.metadata.nbgrader["grade_id"]
-            cell.source = without_hidden_tests(self.sources.get(gid, cell.source))
+            if gid in self.sources:  # else not a course cell: nothing hidden in it
+                cell.source = without_hidden_tests(self.sources[gid])
             cell.outputs = reduce_outputs(cell.outputs)
         return cell, resources
 
