@@ -327,7 +327,7 @@ def check_simulated_outputs(ns):
             tuple(C.shape),
             "one output c (a row) per draw of the keys",
         )
-    keys = sample_noisy_keys(mu, eps, 10 * F_SAMPLES, _gen(604), x=x)
+    keys = sample_noisy_keys(mu, eps, 5 * F_SAMPLES, _gen(604), x=x)
     ref = _tip_statistics(torch.softmax(keys @ q, -1) @ V, V[i], V[j])
     got = _tip_statistics(C, V[i], V[j])
     for name, value in ref.items():
