@@ -229,6 +229,7 @@ ROWS = [
     ),
     ("q3b", "typo", "Y = [[4, 0], [2, 2]]\n", True),
     ("q3b", "forgot_v", "Y = A_approx @ W_o\n", True),
+    ("q3b", "skipped_attention", "Y = X @ W_o\n", True),
     # Q3(c): nn.Linear from a row-convention weight
     (
         "q3c",
@@ -458,6 +459,12 @@ ROWS = [
         "Q_0, Q_1 = Q_mha.reshape(2, 2, 2)\nK_0, K_1 = K_mha.reshape(2, 2, 2)\nV_0, V_1 = V_mha.reshape(2, 2, 2)\n",
         True,
     ),
+    (
+        "q5a",
+        "k_copied_from_q",
+        Q5A_TYPED.replace("K_0, K_1 = [[2, 0], [1, 3]], [[1, 1], [0, 2]]", "K_0, K_1 = Q_0, Q_1"),
+        True,
+    ),
     ("q5a", "typo_in_v_1", Q5A_TYPED.replace("[[2, 1], [0, 2]]", "[[2, 1], [2, 0]]"), True),
     (
         "q5a",
@@ -513,6 +520,12 @@ ROWS = [
         "block_diagonal_projection",
         "H_concat = np.hstack([H_0, H_1])\n"
         "Y_mha = np.hstack([H_0 @ W_o_mha[:2, :2], H_1 @ W_o_mha[2:, 2:]])\n",
+        True,
+    ),
+    (
+        "q5b",
+        "first_head_twice",
+        "H_concat = np.hstack([H_0, H_0])\nY_mha = H_concat @ W_o_mha\n",
         True,
     ),
     ("q5b", "forgot_w_o", "H_concat = np.hstack([H_0, H_1])\nY_mha = H_concat\n", True),
