@@ -17,10 +17,10 @@ a submission was missing, unreadable or crashed its kernel: those are
 reported and graded as far as they can be).
 """
 
+import contextlib
 import fcntl
 import hashlib
 import json
-import logging
 import multiprocessing
 import os
 import sys
@@ -119,26 +119,41 @@ def grade_student(course, assignment, student, nbgrader_args, log_dir):
 
     started = time.monotonic()
     held, waited = (_lock.held_s, _lock.waited_s) if _lock else (0.0, 0.0)
-    log_file = Path(log_dir) / f"{student}.log"
-    handler = logging.FileHandler(log_file, mode="w")
-    handler.setFormatter(logging.Formatter("[%(name)s | %(levelname)s] %(message)s"))
     result = {"student": student, "error": None}
-    app = AutogradeApp()
-    try:
-        app.initialize([assignment, "--student", student, "--force", *nbgrader_args])
-        app.log.handlers[:] = [handler]
-        app.log.propagate = False
-        app.start()
-    except BaseException as e:  # noqa: BLE001 - reported per student; the class goes on
-        result["error"] = f"{type(e).__name__}: {e}".strip()
-    finally:
-        handler.close()
+    log = Path(log_dir) / f"{student}.log"
+    with _output_to(log):
+        try:
+            app = AutogradeApp()
+            app.initialize([assignment, "--student", student, "--force", *nbgrader_args])
+            app.start()
+        except BaseException as e:  # noqa: BLE001 - reported per student; the class goes on
+            result["error"] = f"{type(e).__name__}: {e}".strip() + f" (see {log})"
     result["seconds"] = round(time.monotonic() - started, 2)
     if _lock:
         result["gradebook_lock_s"] = round(_lock.held_s - held, 3)
         result["gradebook_wait_s"] = round(_lock.waited_s - waited, 3)
     result["record"] = _read_record(notebook_path(course, "autograded", assignment, student))
     return result
+
+
+@contextlib.contextmanager
+def _output_to(path):
+    """Send this process's stdout and stderr (nbgrader's log included) to ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, log):
+            os.close(fd)
 
 
 def _read_record(path):

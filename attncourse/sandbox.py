@@ -315,7 +315,8 @@ def _kernel_manager_class():
                 "isolate_network": self.isolate_network,
                 "drop_privileges": self.drop_privileges,
                 "limits": {
-                    "as": self.memory_mb * 2**20,
+                    # CUDA reserves far more address space than it uses: no RLIMIT_AS there.
+                    "as": 0 if os.path.exists("/dev/nvidiactl") else self.memory_mb * 2**20,
                     "cpu": self.cpu_seconds,
                     "nproc": self.processes,
                     "fsize": self.file_size_mb * 2**20,

@@ -155,10 +155,10 @@ def corpus(course, listener, outside):
     snoop = SNOOP.format(reads=reads, writes=writes, gradebook=gradebook, port=listener.port)
 
     def answer(code):
-        return solution_submission(ROOT, ASSIGNMENT, {PART: code})
+        return solution_submission(course, ASSIGNMENT, {PART: code})
 
     return {
-        "correct": (solution_submission(ROOT, ASSIGNMENT), set(), "ok"),
+        "correct": (solution_submission(course, ASSIGNMENT), set(), "ok"),
         "wrong": (answer(WRONG), LOSES_PART_4, "ok"),
         "memory_bomb": (answer(MEMORY_BOMB + SOLUTION), LOSES_PART_4, "faults"),
         "fork_bomb": (answer(FORK_BOMB + SOLUTION), LOSES_PART_4, "faults"),
@@ -171,18 +171,18 @@ def corpus(course, listener, outside):
         "warns": (answer(WARNS), set(), "ok"),
         "snoop": (answer(snoop + SOLUTION), LOSES_PART_4, "ok"),
         "duplicated_test": (
-            _duplicate_test(solution_submission(ROOT, ASSIGNMENT)),
+            _duplicate_test(solution_submission(course, ASSIGNMENT)),
             set(),
             "repaired",
         ),
-        "deleted_test": (_delete_test(solution_submission(ROOT, ASSIGNMENT)), set(), "repaired"),
+        "deleted_test": (_delete_test(solution_submission(course, ASSIGNMENT)), set(), "repaired"),
         "stripped_metadata": (
-            _strip_metadata(solution_submission(ROOT, ASSIGNMENT)),
+            _strip_metadata(solution_submission(course, ASSIGNMENT)),
             set(),
             "repaired",
         ),
         "malformed_json": (
-            nbformat.writes(solution_submission(ROOT, ASSIGNMENT))[:3000],
+            nbformat.writes(solution_submission(course, ASSIGNMENT))[:3000],
             "all",
             "unreadable",
         ),
