@@ -376,9 +376,8 @@ class ResilientExecute(Execute):
                     "it scores 0 and the kernel was restarted for the cells after it",
                 )
             )
-            self._fault(cell, index, "kernel died" if died else "hung")
-            self._dead.add(index)
-            self._restart(index)
+            self._fresh_kernel_without(cell, index, "kernel died" if died else "hung")
+            return cell, self.resources
         # A cell that left processes behind (their zombies keep counting against the process
         # limit) or ran out of memory (what it allocated stays referenced) would spoil the
         # cells after it: continue in a fresh kernel without it.
@@ -386,9 +385,8 @@ class ResilientExecute(Execute):
             self._fresh_kernel_without(cell, index, "left processes behind")
         elif any(o.get("ename") == "MemoryError" for o in cell.outputs):
             self._fresh_kernel_without(cell, index, "out of memory")
-        if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
-            if not any(f["cell"] == self._name(cell, index) for f in self._record["faults"]):
-                self._fault(cell, index, "timeout")
+        elif any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
+            self._fault(cell, index, "timeout")  # interrupted: the kernel lives on
         return cell, self.resources
 
     @staticmethod
@@ -400,6 +398,8 @@ class ResilientExecute(Execute):
         self.log.warning("%s in %s", kind, self._name(cell, index))
 
     def _fresh_kernel_without(self, cell, index, fault):
+        """Record ``fault`` and go on in a new kernel that has run the cells up to ``index``
+        except the faulty ones."""
         self._fault(cell, index, fault)
         self._dead.add(index)
         self._restart(index + 1)
@@ -407,9 +407,9 @@ class ResilientExecute(Execute):
     def _restart(self, index):
         """A fresh sandboxed kernel with the cells before ``index`` replayed (outputs dropped)."""
         self._restarts += 1
-        run_sync(self._async_cleanup_kernel)()
         if self._restarts > self.max_kernel_restarts:
-            return
+            return  # the remaining cells are not run; nbclient shuts this kernel down at the end
+        run_sync(self._async_cleanup_kernel)()
         self.km = self.create_kernel_manager()
         self.start_new_kernel()
         self.start_new_kernel_client()
