@@ -19,7 +19,8 @@ Two halves:
     it forked dies with it;
   - a dedicated unprivileged uid per kernel when running as root (or a user
     namespace otherwise), so nothing it can reach is writable but its own copy;
-  - rlimits: address space, CPU seconds, processes, file size.
+  - rlimits: address space, CPU seconds, processes, file size (and no core files);
+    ``no_new_privs``, so setuid programs grant nothing.
 
 Each step that the container refuses is skipped and reported, never faked.
 """
@@ -44,6 +45,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
 
 # Top-level directories that make up the operating system; every other one is hidden.
 SYSTEM_DIRS = {
@@ -193,6 +195,8 @@ def _launch(spec, cmd):
     if kernel == 0:
         try:
             _set_limits(limits)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault leaves no core file
+            _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # setuid binaries grant nothing
             if got["uid"] is not None:
                 os.setgroups([])
                 os.setgid(uid)
