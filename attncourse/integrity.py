@@ -687,12 +687,11 @@ class WithholdIntegrity(NbGraderPreprocessor):
 
 def withheld_comment(findings, withheld):
     """The gradebook comment of a part with findings (shown in formgrader and the feedback)."""
-    lines = [COMMENT_HEADER]
-    lines += [f"- {f.describe()}" for f in findings]
+    text = "\n".join([COMMENT_HEADER, ""] + [f"- {f.describe()}" for f in findings])
     if withheld:
-        lines.append(f"Points withheld: {', '.join(withheld)}.")
-        lines.append("A grader may restore them by entering a manual score.")
-    return "\n".join(lines)
+        text += f"\n\nPoints withheld: {', '.join(withheld)}."
+        text += "\nA grader may restore them by entering a manual score."
+    return text
 
 
 def scan_submissions(course_dir, assignment, students=None):

@@ -17,7 +17,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attncourse.course import ROOT, nbgrader
-from attncourse.submissions import fill, solution_answers, write_submission
+from attncourse.submissions import fill, solution_answers, strip_markers, write_submission
 
 ASSIGNMENT = "toy"
 
@@ -138,7 +138,9 @@ def class_submissions(course):
         "perfect": submission(course),
         "wrong": submission(course, scale_answer="def scale(x, d):\n    return x / d\n"),
         "tamper": submission(
-            course, double_answer=DOUBLE_SOLUTION + "\ntorch.allclose = lambda *a, **k: True\n"
+            course,
+            double_answer=strip_markers(DOUBLE_SOLUTION)
+            + "\ntorch.allclose = lambda *a, **k: True",
         ),
         "locked": locked,
         "blank": release_notebook(course),
