@@ -73,8 +73,12 @@ def test_release_equals_fresh_build_of_source(assignment, fresh_release):
 
 
 def _solution_lines(source_nb):
-    """Lines of the instructor's solution regions that are specific enough to betray an answer."""
-    lines = set()
+    """Lines only the instructor's regions hold, long enough to betray an answer.
+
+    A line that also stands outside every solution, hidden-test and mark-scheme
+    region (a signature repeated in a call, say) is public and not counted.
+    """
+    secret, public = set(), set()
     for cell in source_nb.cells:
         inside = False
         for line in cell.source.split("\n"):
@@ -82,9 +86,10 @@ def _solution_lines(source_nb):
                 inside = True
             elif re.search(r"END (SOLUTION|HIDDEN TESTS|MARK SCHEME)", line):
                 inside = False
-            elif inside and len(line.strip()) >= 25:
-                lines.add(line.strip())
-    return lines
+            elif len(line.strip()) >= 25:
+                (secret if inside else public).add(line.strip())
+    public_text = "\n".join(public)
+    return {line for line in secret if line not in public_text}
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
