@@ -4,8 +4,9 @@ The hidden tests already compare with pristine references (``attncourse.checks``
 this scan makes the attempt itself visible and costs the attempt its points.
 It reads each cell's source — never runs it — and reports:
 
-- ``import``: an import beyond the first cell's (``import``/``from … import``,
-  ``__import__``, ``importlib``); repeating one of the first cell's imports is allowed;
+- ``import``: an import beyond the course's (``import``/``from … import``,
+  ``__import__``, ``importlib``); repeating an import of the first cell (``torch``,
+  ``nn``, ``np``) or of another provided cell (``matplotlib.pyplot as plt``) is allowed;
 - ``rebinding``: assigning or deleting attributes of ``torch``, ``np``, ``nn``,
   ``builtins``, ``attncourse`` or anything else the course's cells define
   (``torch.allclose = …``, ``setattr(torch, …)``, ``torch.Tensor.__eq__ = …``),
@@ -191,7 +192,6 @@ class CourseNotebook:
             self.part_of[gid] = part
         self.allowed_imports = set()
         self.protected = set(BASE_PROTECTED)
-        first_code = next((c for c in cells if c.cell_type == "code"), None)
         for cell in cells:
             if cell.answer or cell.cell_type != "code":
                 continue
@@ -206,7 +206,7 @@ class CourseNotebook:
                     for node in tree.body
                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                 }
-                if cell is first_code and "HIDDEN TESTS" not in source:
+                if not cell.graded:  # a provided cell: students see (and may repeat) its imports
                     self.allowed_imports |= set(bindings)
 
     def part_grades(self, part):
@@ -493,7 +493,9 @@ class _Scanner(ast.NodeVisitor):
         for bound, module in _import_bindings(node):
             if (bound, module) not in self.allowed_imports:
                 self.add(
-                    "import", node, f"imports {module} as {bound!r} (only the first cell imports)"
+                    "import",
+                    node,
+                    f"imports {module} as {bound!r} (the course's cells do not import it)",
                 )
 
     # --- names and calls

@@ -67,7 +67,11 @@ TAMPERING = [
     ("rebind nn.Module", "nn.Module.__call__ = print", "rebinding"),
     ("rebind through type()", "type(torch.ones(1)).__eq__ = lambda s, o: True", "rebinding"),
     ("rebind through an alias", "T = torch.testing\nT.assert_close = print", "rebinding"),
-    ("rebind through an import alias", "import attncourse.checks as c\nc.fail = print", "rebinding"),
+    (
+        "rebind through an import alias",
+        "import attncourse.checks as c\nc.fail = print",
+        "rebinding",
+    ),
     ("rebind builtins.isinstance", "builtins.isinstance = print", "rebinding"),
     ("rebind __builtins__", "__builtins__.isinstance = print", "rebinding"),
     ("rebind the course helpers", "attncourse.checks.check_close = print", "rebinding"),
@@ -179,6 +183,8 @@ def test_no_false_alarm_on_the_course_solutions(assignment):
     assert course.allowed_imports >= {("torch", "torch"), ("np", "numpy"), ("nn", "torch.nn")}
     assert scan_notebook(solution_submission(ROOT, assignment), course) == []
     assert scan_notebook(release, course) == []
+    repeated = "\n".join(f"import {m} as {b}" for b, m in sorted(course.allowed_imports))
+    assert scan_source(repeated, course.protected, course.allowed_imports) == []
 
 
 @pytest.mark.parametrize("assignment", assignments())
