@@ -523,6 +523,10 @@ class _Scanner(ast.NodeVisitor):
             isinstance(func, ast.Attribute) and func.attr in {"__setattr__", "__delattr__"}
         ):
             self._check_setattr(node)
+        elif name in {"getattr", "hasattr"} or (
+            isinstance(func, ast.Attribute) and func.attr == "__getattribute__"
+        ):
+            self._check_getattr(node)
         if _is_magic(node):
             self._check_magic(node)
             for arg in node.args:
@@ -543,6 +547,18 @@ class _Scanner(ast.NodeVisitor):
             or (isinstance(literal, str) and _is_dunder(literal))
         ):
             self.add("rebinding", node, f"calls {ast.unparse(node.func)} on {ast.unparse(obj)}")
+
+    def _check_getattr(self, node):
+        """getattr on a protected module with a computed name can reach anything (``torch.sys``)."""
+        if len(node.args) < 2 or isinstance(node.args[1], ast.Constant):
+            if (
+                len(node.args) >= 2
+                and node.args[1].value in INTERPRETER_MODULES | INTERPRETER_ATTRIBUTES
+            ):
+                self.add("interpreter", node, f"reaches {ast.unparse(node)}")
+            return
+        if _root(node.args[0]) in self.protected | self.aliases:
+            self.add("interpreter", node, f"looks up a computed name with {ast.unparse(node)}")
 
     def _check_magic(self, node):
         args = [a.value if isinstance(a, ast.Constant) else None for a in node.args]

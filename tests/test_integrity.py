@@ -95,6 +95,8 @@ TAMPERING = [
     ),
     ("tensor subclass", "class Fake(torch.Tensor):\n    pass", "rebinding"),
     ("sys.modules", "torch.sys.modules['torch'] = None", "interpreter"),
+    ("getattr computed name", "m = getattr(torch, 'sy' + 's')", "interpreter"),
+    ("getattr of sys", "m = getattr(np, 'sys').modules", "interpreter"),
     ("gc", "torch.gc = 1\nx = np.gc", "interpreter"),
     ("ctypes", "np.ctypes.memmove(1, 2, 3)", "interpreter"),
     ("inspect", "f = torch.inspect.currentframe()", "interpreter"),
