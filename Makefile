@@ -8,7 +8,9 @@ WORKERS ?= $(shell nproc)
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: venv demo test test-fast lint format release grade feedback export report scan bench formgrader collect-lms clean
+.PHONY: venv demo test test-fast lint format release grade feedback export report scan bench \
+	collect return-feedback collect-lms release-zip formgrader workload clean
+PORT ?= 8888
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11 or run make PYTHON=python3"; exit 1; }
@@ -19,7 +21,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-demo: venv  ## build the release, autograde the bundled demo submissions, feedback, export
+demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedback, export, report
 	$(BIN)/attncourse demo
 
 test: venv  ## the whole pytest suite
@@ -42,7 +44,7 @@ release: venv  ## source/ -> release/ for every assignment
 grade: venv  ## autograde every submission of ASSIGNMENT with WORKERS workers
 	$(BIN)/attncourse grade $(ASSIGNMENT) --workers $(WORKERS)
 
-feedback: venv
+feedback: venv  ## HTML feedback for ASSIGNMENT: test results and messages, no hidden tests
 	$(BIN)/attncourse feedback $(ASSIGNMENT)
 
 export: venv  ## grades.csv and canvas_grades.csv [ROSTER=Canvas gradebook export for Canvas ids]
@@ -54,11 +56,8 @@ report: venv  ## reports/index.html: scores, failing tests, common mistakes, int
 scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, without grading
 	$(BIN)/attncourse scan $(ASSIGNMENT)
 
-bench: venv
+bench: venv  ## seconds per submission: stock nbgrader vs this pipeline at 1 and all workers
 	$(BIN)/attncourse bench
-
-.PHONY: collect return-feedback release-zip workload
-PORT ?= 8888
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
 	$(BIN)/attncourse collect $(ASSIGNMENT)
@@ -74,7 +73,7 @@ release-zip: venv  ## dist/<assignment>.zip of each release/ folder, for an LMS 
 	$(BIN)/attncourse release-zip
 
 formgrader: venv  ## JupyterLab with formgrader on 127.0.0.1:PORT, token printed
-	$(BIN)/attncourse formgrader --port $(PORT)
+	$(BIN)/attncourse formgrader --port $(PORT) --course $(or $(COURSE),.)
 
 workload: venv  ## minutes of manual grading per student, from the mark schemes
 	$(BIN)/attncourse workload

@@ -107,7 +107,7 @@ def cmd_formgrader(args):
     """Start JupyterLab with formgrader on the course (127.0.0.1, fresh token)."""
     from attncourse.formgrader import serve
 
-    return serve(port=args.port)
+    return serve(course=args.course, port=args.port)
 
 
 def cmd_workload(args):
@@ -179,6 +179,7 @@ def build_parser():
     p.set_defaults(func=cmd_release_zip)
 
     p = sub.add_parser("formgrader", help=cmd_formgrader.__doc__)
+    p.add_argument("--course", default=str(ROOT), help="course directory (e.g. .demo)")
     p.add_argument("--port", type=int, default=8888)
     p.set_defaults(func=cmd_formgrader)
 
