@@ -249,7 +249,8 @@ def grade(
                 results[student] = {"student": student, "error": f"worker died: {e}"}
             status, _ = status_of(results[student])
             bar.set_postfix_str(f"{student}: {status}")
-            bar.write(f"  {status:10s} {student} ({results[student].get('seconds', 0):.1f}s)")
+            if progress:
+                bar.write(f"  {status:10s} {student} ({results[student].get('seconds', 0):.1f}s)")
             bar.update(1)
     bar.close()
     wall = time.monotonic() - started
