@@ -213,9 +213,12 @@ def grade(
     db_url = db_url or configured_db_url(course)
     args = [f"--CourseDirectory.root={course}", f"--CourseDirectory.db_url={db_url}"]
     args += list(nbgrader_args)
+    students = list(students) if students is not None else students_of(course, assignment)
+    if not students:
+        print(f"no submissions: nothing in {course}/submitted/*/{assignment}/", file=out)
+        return 0, {}
     run_dir = course / "autograded" / ".attncourse" / assignment
     run_dir.mkdir(parents=True, exist_ok=True)
-    students = list(students) if students is not None else students_of(course, assignment)
     results = {}
     todo = []
     for student in students:
