@@ -7,7 +7,6 @@ instructor's solution (``{}`` is a perfect submission, ``"release"`` the
 untouched release); ``dan`` additionally hands in a damaged notebook file.
 """
 
-import csv
 import importlib.util
 from pathlib import Path
 
@@ -49,38 +48,47 @@ def write_demo_submissions(course, assignment):
 
 
 def run_demo(demo_dir):
-    """Release, autograde, feedback and export on the demo course; print the grades."""
+    """Release, autograde in parallel, feedback, export and report on the demo course."""
+    from attncourse.feedback import generate_feedback
+    from attncourse.pipeline import grade
+    from attncourse.report import build_report
+
     course = prepare(Path(demo_dir), assignments())
     print(f"demo course: {course}")
+    status = 0
+    students = {}
     for assignment in assignments():
-        students = write_demo_submissions(course, assignment)
-        print(f"\n== {assignment}: autograding {len(students)} demo submissions")
-        nbgrader("autograde", assignment, "--force", cwd=course, check=False, quiet=True)
-        nbgrader("generate_feedback", assignment, "--force", cwd=course, check=False, quiet=True)
-        print_grades(course, assignment, students)
-    grades_csv = course / "grades.csv"
-    nbgrader("export", "--to", grades_csv, cwd=course, quiet=True)
+        students[assignment] = write_demo_submissions(course, assignment)
+        print(f"\n== {assignment}: autograding {len(students[assignment])} demo submissions")
+        status |= grade(assignment, course=course)[0]
+        generate_feedback(course, assignment, quiet=True)
+    nbgrader("export", cwd=course, quiet=True)
+    report = build_report(course)
+    print("\ngrades (autograded score / autograded points; points left for grading by hand):")
+    for assignment in assignments():
+        print_grades(course, assignment, students[assignment])
     print("\nresults:")
-    print(f"  autograded notebooks: {course / 'autograded'}")
-    print(f"  feedback (HTML):      {course / 'feedback'}")
-    print(
-        f"  grades (nbgrader CSV): {grades_csv} ({sum(1 for _ in csv.reader(grades_csv.open())) - 1} rows)"
-    )
-    print(f"  gradebook:            {course / 'gradebook.db'}")
-    return 0
+    print(f"  autograded notebooks:   {course / 'autograded'}")
+    print(f"  feedback (HTML):        {course / 'feedback'}")
+    print(f"  grades (nbgrader, LMS): {course / 'grades.csv'}, {course / 'canvas_grades.csv'}")
+    print(f"  report:                 {report}")
+    print(f"  gradebook:              {course / 'gradebook.db'}")
+    print("  grade the written answers by hand: make formgrader COURSE=.demo")
+    return status
 
 
 def print_grades(course, assignment, students):
     """One line per student: autograded score, points awaiting manual grading, or why none."""
     scores = cell_scores(course, assignment)
+    print(f"  {assignment}")
     for student in students:
         grades = scores.get(student)
         if not grades:
-            print(f"  {student:8s} not graded (see the autograde log: damaged or missing notebook)")
+            print(f"    {student:8s} not graded (see the run summary above)")
             continue
         auto = [g for g in grades.values() if not g[2]]
         manual = [g for g in grades.values() if g[2]]
         print(
-            f"  {student:8s} autograded {sum(g[0] for g in auto):6.1f} / {sum(g[1] for g in auto):5.1f}"
-            f"   awaiting manual grading: {sum(g[1] for g in manual):5.1f} points"
+            f"    {student:8s} {sum(g[0] for g in auto):6.1f} / {sum(g[1] for g in auto):5.1f}"
+            f"   by hand: {sum(g[1] for g in manual):5.1f}"
         )

@@ -89,9 +89,11 @@ class HideHiddenTests(NbGraderPreprocessor):
         return cell, resources
 
 
-def generate_feedback(course_dir, assignment):
+def generate_feedback(course_dir, assignment, quiet=False):
     """``nbgrader generate_feedback`` for every graded submission; print where the files are."""
-    result = nbgrader("generate_feedback", assignment, "--force", cwd=course_dir, check=False)
+    result = nbgrader(
+        "generate_feedback", assignment, "--force", cwd=course_dir, check=False, quiet=quiet
+    )
     files = sorted((Path(course_dir) / "feedback").glob(f"*/{assignment}/*.html"))
     print(f"{len(files)} feedback files in {Path(course_dir) / 'feedback'}/<student>/{assignment}/")
     return result.returncode
