@@ -203,6 +203,7 @@ _dict = builtins.dict
 _vars = builtins.vars
 _setattr = builtins.setattr
 _getattr = builtins.getattr
+_delattr = builtins.delattr
 _id = builtins.id
 _SNAPSHOTS = [(obj, _dict(_vars(obj))) for obj in _PROTECTED]
 _MISSING = object()
@@ -214,6 +215,14 @@ def _restore(obj, snapshot):
         if current.get(name, _MISSING) is not value:
             try:
                 _setattr(obj, name, value)
+            except (AttributeError, TypeError):
+                pass
+    if _isinstance(obj, _type):
+        # On a class, an added attribute shadows its base (``torch.Tensor.__sub__ = ...``
+        # hides TensorBase's); modules keep added names (lazily imported submodules).
+        for name in [n for n in current if n not in snapshot]:
+            try:
+                _delattr(obj, name)
             except (AttributeError, TypeError):
                 pass
 

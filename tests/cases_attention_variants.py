@@ -720,8 +720,9 @@ wrong(
 )
 wrong(
     "p5_keys_from_x",
-    f"{P5A} {P5V} {EXP}",
-    DEP5,
+    f"{P5A} {P5V} {P5L} {EXP}",
+    "the forward fails whenever L_1 != L_2, and the no-loop points need a forward that runs; "
+    + DEP5,
     p5_mha=mha(
         init=MHA_INIT.replace("nn.Linear(D_2, H * D_qk", "nn.Linear(D_1, H * D_qk"),
         forward=dedent(MHA_FORWARD).replace("self.W_K(y).view(B, L_2", "self.W_K(x).view(B, L_1"),

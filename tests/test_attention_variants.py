@@ -176,13 +176,22 @@ def test_case_in_process(case: Case):
             assert error is None, f"{case.name}: {test} rejected a correct answer: {error}"
 
 
+def test_release_stubs_earn_no_autograded_point_in_process():
+    release = nbformat.read(notebook_path(ROOT, "release", ASSIGNMENT), as_version=4)
+    stubs = {grade_id(c): c.source for c in release.cells if is_answer(c) and c.cell_type == "code"}
+    verdicts = run_in_process(Case("release", stubs), experiment=True)
+    assert set(verdicts) == set(TESTS)
+    assert all(verdicts.values()), [t for t, error in verdicts.items() if error is None]
+
+
 def namespace_for(case, experiment=False):
     """The namespace after the case's answer cells ran (the solution's elsewhere)."""
     ns = fresh_namespace()
-    for gid, source in dict(SOLUTION, **case.cells).items():
+    answers = dict(SOLUTION, **case.cells)
+    for gid in ANSWERS:
         if experiment or gid != "p13_experiment":
             with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
-                run_cell(source, ns)
+                run_cell(answers[gid], ns)
     return ns
 
 

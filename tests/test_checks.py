@@ -114,3 +114,12 @@ def test_distinct_dims_are_distinct_and_seeded():
     a = checks.distinct_dims(checks.rng_for("t"), ["A", "B", "C", "D", "E"])
     b = checks.distinct_dims(checks.rng_for("t"), ["A", "B", "C", "D", "E"])
     assert a == b and len(set(a.values())) == 5
+
+
+def test_methods_added_to_a_class_are_removed(tampering):
+    sub = torch.Tensor.__sub__
+    torch.Tensor.__sub__ = lambda a, b: torch.zeros_like(a)
+    torch.nn.Linear.extra = lambda self: None
+    checks.restore_pristine()
+    assert torch.Tensor.__sub__ is sub and not hasattr(torch.nn.Linear, "extra")
+    assert torch.equal(torch.ones(2) * 3 - torch.ones(2), torch.full((2,), 2.0))

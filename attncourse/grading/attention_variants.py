@@ -238,6 +238,9 @@ def check_stacked_shapes(ns):
 
 def check_projections(ns):
     """Part 2: query_vector / key_vector / value_vector compute W x (or W y)."""
+    funcs = {
+        name: _get(ns, name, "Part 2") for name in ("query_vector", "key_vector", "value_vector")
+    }
     gen = _gen("p2_projections")
     for trial in range(SHAPE_TRIALS):
         D_1, D_2, D_qk, D_v, H = _dims(f"p2_projections/{trial}", SHAPE_NAMES).values()
@@ -248,9 +251,8 @@ def check_projections(ns):
             ("key_vector", _randn(gen, H * D_qk, D_2), y, "y"),
             ("value_vector", _randn(gen, H * D_v, D_2), y, "y"),
         ):
-            func = _get(ns, name, "Part 2")
             got = call(
-                func,
+                funcs[name],
                 (W.clone(), inp.clone()),
                 f"{name}(W, {arg}) with W of shape {tuple(W.shape)} and {arg} of shape "
                 f"{tuple(inp.shape)}",
@@ -573,9 +575,22 @@ def check_mha_values(ns):
     _check_values(cls, spec, "Part 5", _mha_args(spec), "p5_mha_values")
 
 
+def _runs(cls, ctor_args, D_1, D_2, part):
+    """The rule points are for a model that was built: its forward must run."""
+    model = call(cls, ctor_args, f"{part}: {cls.__name__}{ctor_args}")
+    with torch.no_grad():
+        call(
+            model,
+            (torch.randn(2, 3, D_1), torch.randn(2, 5, D_2)),
+            f"{part}: {cls.__name__}.forward (the rule is checked on a working answer)",
+        )
+
+
 def check_mha_no_loops(ns):
     """Part 5: no for/while loop or comprehension in MyMHA or the helpers it calls."""
-    rules.assert_no_loops(_get(ns, "MyMHA", "Part 5"), ns, "Part 5")
+    cls = _get(ns, "MyMHA", "Part 5")
+    _runs(cls, (3, 5, 2, 4, 2), 3, 5, "Part 5")
+    rules.assert_no_loops(cls, ns, "Part 5")
 
 
 # ---------------------------------------------------------------------------- Part 7
@@ -609,7 +624,9 @@ def check_gqa_values(ns):
 
 def check_gqa_no_loops(ns):
     """Part 7: no for/while loop or comprehension in MyGQA or the helpers it calls."""
-    rules.assert_no_loops(_get(ns, "MyGQA", "Part 7"), ns, "Part 7")
+    cls = _get(ns, "MyGQA", "Part 7")
+    _runs(cls, (3, 5, 2, 4, 4, 2), 3, 5, "Part 7")
+    rules.assert_no_loops(cls, ns, "Part 7")
 
 
 # ---------------------------------------------------------------------------- Part 6
@@ -769,6 +786,7 @@ def check_gqa_2_mla_prints(ns):
 def check_gqa_2_mla_rules(ns):
     """Part 10: GQA_2_MLA uses numpy only and no loops (also in its helpers)."""
     func = _get(ns, "GQA_2_MLA", "Part 10")
+    _run_gqa_2_mla(ns, _gqa_2_mla_inputs()[0])  # the rules are checked on a working answer
     rules.assert_no_torch(func, ns, "Part 10")
     rules.assert_no_loops(func, ns, "Part 10")
 
@@ -931,6 +949,16 @@ def check_reduced_matrices(ns):
 def check_reduced_matrices_rules(ns):
     """Part 13: each output of reduced_matrices in one statement, no loops."""
     func = _get(ns, "reduced_matrices", "Part 13")
+    W, H = _reduced_inputs("a")
+    result = call(
+        func, (*W.values(), H), "reduced_matrices (the rules are checked on a working answer)"
+    )
+    if type(result) not in (tuple, list) or len(result) != 4:
+        fail(
+            "reduced_matrices must return four matrices",
+            "a tuple of four tensors",
+            type(result).__name__,
+        )
     rules.assert_no_loops(func, ns, "Part 13")
     rules.assert_one_statement_per_output(func, ns, "Part 13", REDUCED_OUTPUTS, size_params=("H",))
 
