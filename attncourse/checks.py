@@ -267,3 +267,16 @@ protect(sys.modules[__name__])
 # Load every assignment's hidden-test module now: the grading kernel imports this
 # module before the first student cell, so those modules capture pristine helpers too.
 import attncourse.grading  # noqa: E402,F401,I001
+
+
+def answer(ns, name, part, _restore=restore_pristine):
+    """The object the student defined under ``name``; fail clearly when it is missing.
+
+    Every check starts here, so it first undoes any rebinding of torch, numpy,
+    builtins and the course's helpers (bound as a default: rebinding the module's
+    name does not change it).
+    """
+    _restore()
+    if name not in ns:
+        fail(f"{part}: `{name}` is not defined", f"`{name}` defined in the answer cell", "nothing")
+    return ns[name]

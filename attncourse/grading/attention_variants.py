@@ -29,7 +29,6 @@ from attncourse.checks import (
     check_close,
     fail,
     rel_error,
-    restore_pristine,
     rng_for,
     shape_mistake,
     tensor,
@@ -80,17 +79,7 @@ PROPERTY_TOL = 3e-5
 # --------------------------------------------------------------------------- helpers
 
 
-def _get(ns, name, part, _restore=restore_pristine):
-    """The object the student defined under ``name``; fail clearly when it is missing.
-
-    Every check starts here, so it first undoes any rebinding of torch, numpy,
-    builtins and the course's helpers (bound as a default: rebinding the module's
-    name does not change it).
-    """
-    _restore()
-    if name not in ns:
-        fail(f"{part}: `{name}` is not defined", f"`{name}` defined in the answer cell", "nothing")
-    return ns[name]
+_get = checks.answer
 
 
 def _dims(test_id, names, low=2):
