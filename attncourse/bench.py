@@ -92,6 +92,38 @@ def _kernel_start(extra, sandboxed):
     return seconds
 
 
+def _cpu_busy_s():
+    """Seconds of CPU time the whole machine has spent busy (all cores, from /proc/stat)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+class _Clock:
+    """Wall time and machine-wide busy CPU time of a block (the machine should be otherwise idle)."""
+
+    def __enter__(self):
+        self.started, self.cpu0 = time.monotonic(), _cpu_busy_s()
+        return self
+
+    def __exit__(self, *_):
+        self.wall = time.monotonic() - self.started
+        cpu1 = _cpu_busy_s()
+        self.cpu = None if cpu1 is None or self.cpu0 is None else cpu1 - self.cpu0
+
+    def line(self, label, n):
+        busy = ""
+        if self.cpu is not None:
+            busy = (
+                f"  (CPU {self.cpu / n:5.2f} s/submission, "
+                f"{self.cpu / self.wall:.2f} of {os.cpu_count()} cores busy)"
+            )
+        return f"  {label:28s} {self.wall / n:6.2f} s/submission{busy}"
+
+
 def _median(f, n=3):
     return statistics.median(f() for _ in range(n))
 
@@ -145,22 +177,20 @@ def run_bench(assignment="attention_variants", copies=2, workers=None, dest=None
     )
 
     stock = _course(base / "stock", assignment, submissions, copies, stock=True)
-    started = time.monotonic()
-    nbgrader("autograde", assignment, "--force", cwd=stock, check=False, quiet=True)
-    t_stock = time.monotonic() - started
-    print(f"  stock nbgrader autograde:   {t_stock / n:6.2f} s/submission")
+    with _Clock() as clock:
+        nbgrader("autograde", assignment, "--force", cwd=stock, check=False, quiet=True)
+    t_stock = clock.wall
+    print(clock.line("stock nbgrader autograde:", n))
 
     times, scores, records = {}, {}, []
     for label, w in (("1 worker", 1), (f"{workers} workers", workers)):
         course = _course(base / f"w{w}", assignment, submissions, copies)
-        started = time.monotonic()
-        _, results = grade(
-            assignment, workers=w, course=course, progress=False, out=open(os.devnull, "w")
-        )
-        times[w] = time.monotonic() - started
+        with _Clock() as clock, open(os.devnull, "w") as devnull:
+            _, results = grade(assignment, workers=w, course=course, progress=False, out=devnull)
+        times[w] = clock.wall
         scores[w] = total_scores(course, assignment)
         records += list(results.values())
-        print(f"  attncourse grade, {label:9s} {times[w] / n:6.2f} s/submission")
+        print(clock.line(f"attncourse grade, {label}:", n))
     stock_scores = total_scores(stock, assignment)
     differ = sorted(s for s in scores[1] if not scores[1][s] == scores[workers].get(s))
     from_stock = sorted(s for s in scores[1] if scores[1][s] != stock_scores.get(s))

@@ -63,10 +63,12 @@ RECONSTRUCTION_TOL = 1e-5
 # same margins hold; the function itself is graded in float64 by
 # check_reduced_matrices, where the margin is >= 10^8.
 # The experiment's loaded weights are compared in float64 with 1e-5 (EXPERIMENT_WEIGHT_TOL):
-# measured on the seed's sizes, the float32 products and reduced maps are <= 1.3e-7
-# off; a missing sqrt(r/d) is 0.2 off, a wrong loading (repeat_interleave, swapped
-# projections) >= 0.9: margins >= 75x and >= 2e4x.
+# measured on the seed's sizes, the float32 products are <= 1.3e-7 off and the reduced
+# maps, through EXPERIMENT_PROBES random probes a side, <= 1.1e-7; a missing sqrt(r/d)
+# is 0.2 off, a wrong loading (repeat_interleave, swapped projections) >= 0.9:
+# margins >= 75x and >= 2e4x (tests/margins_attention_variants.py --experiment).
 EXPERIMENT_WEIGHT_TOL = 1e-5
+EXPERIMENT_PROBES = 16  # random probe vectors per side for equations (1) and (2)
 EXPERIMENT_TOL = 5e-4
 
 # Part 13 properties (1) and (2), float64 inputs. Measured: correct (batched matmul,
@@ -1045,32 +1047,46 @@ def check_experiment(ns):
             EXPERIMENT_WEIGHT_TOL,
         )
     # The reduced weights satisfy equations (1) and (2) head by head (H copies of the
-    # latent projections in W_K and W_V; any gauge is fine).
+    # latent projections in W_K and W_V; any gauge is fine). Each side is a D x D matrix
+    # per head; both are compared through the same random probes P, R (D x k):
+    # P^T M R for each head's M. Equal matrices give equal probes; for unequal ones the
+    # probes' relative error estimates the full one (a scale error exactly), and it costs
+    # H*k*k numbers instead of H*D*D (about 1 GB in float64 at the task's sizes).
     k_r, v_r = _weight(model_r, "W_K"), _weight(model_r, "W_V")
     q_r, o_r = _weight(model_r, "W_Q"), _weight(model_r, "W_O")
-    heads = range(H)
+    for name, weight, shape in (
+        ("W_Q", q_r, (H * r, D)),
+        ("W_K", k_r, (H * r, D)),
+        ("W_V", v_r, (H * r, D)),
+        ("W_O", o_r, (D, H * r)),
+    ):
+        checks.check_shape(
+            f"Part 13: model_MHA_reduced.{name}.weight",
+            tuple(weight.shape),
+            shape,
+            f"W_K and W_V of model_MHA_reduced hold H copies of the latent projections: "
+            f"({H}*r, D); W_Q is W_Q_MLA_hat ({H}*r, D) and W_O is W_O_MLA_hat (D, {H}*r)",
+        )
+    gen = _gen("p13_experiment_probes")
+    P, R = _randn(gen, D, EXPERIMENT_PROBES), _randn(gen, D, EXPERIMENT_PROBES)
+    latent_R = w["W_DKV"] @ R  # (r, k)
+
+    def per_head(m, size):  # (H*size, k) -> (H, size, k)
+        return m.reshape(H, size, EXPERIMENT_PROBES)
+
+    def probes(left, right):  # (H, n, k), (H, n, k) -> (H, k, k): left_h^T right_h
+        return torch.einsum("hnk,hnl->hkl", left, right)
+
     check_close(
         "Part 13: model_MHA_reduced's logits, equation (1), head by head",
-        torch.stack([q_r[h * r : (h + 1) * r].T @ k_r[h * r : (h + 1) * r] for h in heads]),
-        torch.stack(
-            [
-                w["W_Q"][h * d : (h + 1) * d].T @ w["W_UK"][h * d : (h + 1) * d] @ w["W_DKV"]
-                for h in heads
-            ]
-        )
-        * math.sqrt(r / d),
+        probes(per_head(q_r @ P, r), per_head(k_r @ R, r)),
+        probes(per_head(w["W_Q"] @ P, d), per_head(w["W_UK"] @ latent_R, d)) * math.sqrt(r / d),
         EXPERIMENT_WEIGHT_TOL,
-        shape_cause="W_K of model_MHA_reduced holds H copies of W_K_MLA_hat: (H*r, D)",
     )
     check_close(
         "Part 13: model_MHA_reduced's value-to-output maps, equation (2), head by head",
-        torch.stack([o_r[:, h * r : (h + 1) * r] @ v_r[h * r : (h + 1) * r] for h in heads]),
-        torch.stack(
-            [
-                w["W_O"][:, h * d : (h + 1) * d] @ w["W_UV"][h * d : (h + 1) * d] @ w["W_DKV"]
-                for h in heads
-            ]
-        ),
+        probes(per_head(o_r.T @ P, r), per_head(v_r @ R, r)),
+        probes(per_head(w["W_O"].T @ P, d), per_head(w["W_UV"] @ latent_R, d)),
         EXPERIMENT_WEIGHT_TOL,
     )
     # The outputs are what the models compute (first sample, same float32 arithmetic),
