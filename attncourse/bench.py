@@ -1,12 +1,19 @@
 """``make bench``: seconds per submission for stock nbgrader and for this pipeline, and why.
 
-Grades ``copies`` copies of the demo submissions of one assignment three
+Grades ``copies`` copies of the demo submissions of one assignment four
 times, each in its own scratch course with a fresh gradebook:
 
 1. stock ``nbgrader autograde`` with nbgrader's default preprocessors (only the
    course's kernel arguments, so the hidden tests can import their helpers);
-2. ``attncourse grade`` with 1 worker (sandbox, repairs, everything on);
-3. ``attncourse grade`` with N workers (default: all cores).
+2. ``attncourse grade`` with 1 worker (sandbox, repairs, everything on), whose
+   kernel gets all cores' torch threads, as ``make grade WORKERS=1`` runs it;
+3. ``attncourse grade`` with N workers (default: all cores), cores / N threads each;
+4. ``attncourse grade`` with 1 worker and 1 torch thread, so that 3 over 4 shows how
+   the pipeline itself scales, apart from what one worker already gets out of the
+   other cores (torch's threads, the next kernel started during this one's run).
+
+Each line also gives the machine's busy CPU time per submission and how many
+cores were busy on average, which is what bounds the ratios.
 
 Then it times the pieces of one submission: starting a bare kernel, starting
 it with the course's helpers (which import torch), a plain ``import torch``,
@@ -183,24 +190,43 @@ def run_bench(assignment="attention_variants", copies=2, workers=None, dest=None
     print(clock.line("stock nbgrader autograde:", n))
 
     times, scores, records = {}, {}, []
-    for label, w in (("1 worker", 1), (f"{workers} workers", workers)):
+    runs = (
+        ("1 worker", 1, None),
+        (f"{workers} workers", workers, None),
+        ("1 worker, 1 thread", "1t", 1),
+    )
+    for label, w, threads in runs:
         course = _course(base / f"w{w}", assignment, submissions, copies)
         with _Clock() as clock, open(os.devnull, "w") as devnull:
-            _, results = grade(assignment, workers=w, course=course, progress=False, out=devnull)
+            _, results = grade(
+                assignment,
+                workers=1 if w == "1t" else w,
+                threads=threads,
+                course=course,
+                progress=False,
+                out=devnull,
+            )
         times[w] = clock.wall
         scores[w] = total_scores(course, assignment)
         records += list(results.values())
         print(clock.line(f"attncourse grade, {label}:", n))
     stock_scores = total_scores(stock, assignment)
-    differ = sorted(s for s in scores[1] if not scores[1][s] == scores[workers].get(s))
+    differ = sorted(
+        s for s in scores[1] if not scores[1][s] == scores[workers].get(s) == scores["1t"].get(s)
+    )
     from_stock = sorted(s for s in scores[1] if scores[1][s] != stock_scores.get(s))
     print(
         f"  throughput {workers} workers / 1 worker: {times[1] / times[workers]:.2f}x "
         f"(target >= 1.7x on 2 cores)"
     )
+    print(
+        f"  throughput {workers} workers / 1 worker at 1 thread: {times['1t'] / times[workers]:.2f}x "
+        "(the pipeline's scaling when one worker gets one core's work; the 1-worker run "
+        "above also uses the other cores: torch threads and the pre-started next kernel)"
+    )
     print(f"  stock time / 1-worker time:  {t_stock / times[1]:.2f}x (target >= 1.0)")
     print(
-        f"  1 worker and {workers} workers give the same scores: "
+        f"  all three pipeline runs give the same scores: "
         f"{'yes' if not differ else 'NO: ' + ', '.join(differ)}"
     )
     print(

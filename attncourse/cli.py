@@ -27,7 +27,9 @@ def cmd_grade(args):
     """Autograde every submission of one assignment in parallel, sandboxed; print a summary."""
     from attncourse.pipeline import grade
 
-    status, _ = grade(args.assignment, workers=args.workers, db_url=args.db_url)
+    status, _ = grade(
+        args.assignment, workers=args.workers, db_url=args.db_url, threads=args.threads
+    )
     return status
 
 
@@ -133,6 +135,12 @@ def build_parser():
     p = sub.add_parser("grade", help=cmd_grade.__doc__)
     p.add_argument("assignment")
     p.add_argument("--workers", type=int, default=None, help="parallel kernels (default: cores)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads per kernel (default: cores / workers)",
+    )
     p.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite)")
     p.set_defaults(func=cmd_grade)
 

@@ -206,8 +206,13 @@ def grade(
     nbgrader_args=(),
     progress=True,
     out=sys.stdout,
+    threads=None,
 ):
-    """Autograde every submitted student of ``assignment``; return (exit status, results)."""
+    """Autograde every submitted student of ``assignment``; return (exit status, results).
+
+    ``threads``: torch/OpenMP threads per kernel (default: the cores shared out among the
+    workers, so parallel kernels do not oversubscribe the machine).
+    """
     course = Path(course).resolve()
     workers = workers or os.cpu_count() or 1
     db_url = db_url or configured_db_url(course)
@@ -229,7 +234,7 @@ def grade(
             results[student] = {"student": student, "missing": f"no {nb.name} submitted"}
     if len(todo) > workers:
         args.append("--ResilientExecute.prewarm=True")  # each worker has a next student
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = threads or max(1, (os.cpu_count() or 1) // workers)
     started = time.monotonic()
     bar = tqdm(total=len(students), unit="student", disable=not progress, file=sys.stderr)
     bar.update(len(students) - len(todo))
@@ -267,6 +272,7 @@ def grade(
     summary = {
         "assignment": assignment,
         "workers": workers,
+        "threads_per_kernel": threads,
         "wall_s": round(wall, 2),
         "db_url": db_url.split("@")[-1],
         "students": [results[s] for s in sorted(results)],

@@ -1,0 +1,216 @@
+"""Grading by an instructor who is not root: the sandbox's unprivileged path, end to end.
+
+Run as root (as CI does), every other test exercises the privileged sandbox: a
+fresh uid per kernel. A course team on a shared server grades as an ordinary
+user instead; then the kernel keeps the grader's own uid, so file permissions
+protect nothing and the sandbox rests on a user namespace and its mount
+namespace alone. This test grades the toy class with the real pipeline as an
+unprivileged uid and checks that the snooping student, running as the very
+uid that owns the course, still cannot see or change the course, the gradebook,
+another student's work or a directory the grader owns outside the course.
+
+The interpreter this suite runs on may sit below a directory the unprivileged
+uid cannot enter (pyenv under ``/root``, mode 0700). Then the grading runs in a
+private mount namespace where such a directory is replaced by an empty tmpfs
+holding just the path to the interpreter, as if Python were installed where
+that user can run it; nothing else changes.
+"""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from toy_course import ASSIGNMENT, make_course, submission, submit
+
+from attncourse.course import ROOT, notebook_path
+from attncourse.gradebook import cell_scores
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("nonroot")]
+
+GRADER = 65534  # "nobody": an uid that owns nothing on the machine
+
+SNOOP = """import json, os
+
+report = {{}}
+for path in {reads!r}:
+    try:
+        with open(path, "rb") as f:
+            report[path] = "read %d bytes" % len(f.read())
+    except OSError as e:
+        report[path] = type(e).__name__
+for path in {writes!r}:
+    try:
+        with open(path, "ab") as f:
+            f.write(b"pwned")
+        report[path] = "wrote"
+    except OSError as e:
+        report[path] = type(e).__name__
+print("SNOOP " + json.dumps(report))
+"""
+
+
+def _blocked_ancestors(path):
+    """(directory, child) pairs on the way to ``path`` that others may not enter."""
+    path = Path(path).resolve()
+    return [
+        (parent, path.parts[len(parent.parts)])
+        for parent in reversed(path.parents)
+        if not os.stat(parent).st_mode & 0o001
+    ]
+
+
+def _reachable(paths, scratch):
+    """Shell lines that make each of ``paths`` reachable in this mount namespace."""
+    lines = []
+    pairs = sorted({pair for p in paths for pair in _blocked_ancestors(p)})
+    for i, (parent, child) in enumerate(pairs):
+        keep = scratch / f"keep-{i}"
+        keep.mkdir()
+        target = shlex.quote(str(parent / child))
+        lines += [
+            f"mount --bind {target} {shlex.quote(str(keep))}",
+            f"mount -t tmpfs -o mode=755,size=1m tmpfs {shlex.quote(str(parent))}",
+            f"mkdir {target}",
+            f"mount --move {shlex.quote(str(keep))} {target}",
+        ]
+    return lines
+
+
+@pytest.fixture(scope="module")
+def graded():
+    if os.geteuid() != 0:
+        pytest.skip(
+            f"the suite runs as uid {os.geteuid()}: every grading test already takes "
+            "the unprivileged path"
+        )
+    for tool in ("unshare", "setpriv"):
+        if not shutil.which(tool):
+            pytest.skip(f"`{tool}` (util-linux) is not installed")
+    base = Path(tempfile.mkdtemp(prefix="attncourse-nonroot-"))
+    os.chmod(base, 0o755)
+    course = make_course(base / "course")
+    outside = base / "grader-files"  # the grader's own, outside the course
+    outside.mkdir()
+    gradebook = course / "gradebook.db"
+    snoop = SNOOP.format(
+        reads=[
+            str(notebook_path(course, "source", ASSIGNMENT)),
+            str(gradebook),
+            str(notebook_path(course, "submitted", ASSIGNMENT, "perfect")),
+        ],
+        writes=[
+            str(gradebook),
+            str(course / "source" / ASSIGNMENT / "pwned.txt"),
+            str(course / "submitted" / "perfect" / ASSIGNMENT / "pwned.txt"),
+            str(outside / "escaped.txt"),
+        ],
+    )
+    students = {
+        "perfect": submission(course),
+        "wrong": submission(course, scale_answer="def scale(x, d):\n    return x / d\n"),
+        "snoop": submission(
+            course,
+            double_answer=snoop + "\ndef double(x):\n    return 2 * x\n",
+        ),
+    }
+    for student, nb in students.items():
+        submit(course, student, nb)
+    home = base / "home"
+    home.mkdir()
+    subprocess.run(["chown", "-R", f"{GRADER}:{GRADER}", str(base)], check=True)
+    source_before = notebook_path(course, "source", ASSIGNMENT).read_bytes()
+
+    grade = (
+        "import json, sys\n"
+        "from attncourse.pipeline import grade\n"
+        f"status, _ = grade({ASSIGNMENT!r}, workers=2, course={str(course)!r}, progress=False)\n"
+        "sys.exit(status)\n"
+    )
+    env = {
+        "HOME": str(home),
+        "USER": "grader",
+        "LOGNAME": "grader",
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+    }
+    drop = ["setpriv", f"--reuid={GRADER}", f"--regid={GRADER}", "--clear-groups"]
+    drop += ["env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, "-c", grade]
+    script = "\n".join(
+        ["set -e", *_reachable([sys.executable, ROOT], base), "exec " + shlex.join(drop)]
+    )
+    run = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    summary_path = course / "autograded" / ".attncourse" / ASSIGNMENT / "summary.json"
+    yield {
+        "run": run,
+        "course": course,
+        "outside": outside,
+        "summary": json.loads(summary_path.read_text()) if summary_path.exists() else None,
+        "source_before": source_before,
+    }
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _output(graded):
+    run = graded["run"]
+    return f"exit {run.returncode}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n{run.stderr[-3000:]}"
+
+
+def test_an_unprivileged_grader_grades_the_class(graded):
+    assert graded["run"].returncode == 0, _output(graded)
+    scores = cell_scores(graded["course"], ASSIGNMENT)
+    auto = {
+        s: {gid: g[0] for gid, g in grades.items() if gid.endswith("_test")}
+        for s, grades in scores.items()
+    }
+    assert auto == {
+        "perfect": {"scale_test": 2, "double_test": 1},
+        "wrong": {"scale_test": 0, "double_test": 1},
+        # its imports outside the setup cell are an integrity finding: Part 2 is withheld
+        "snoop": {"scale_test": 2, "double_test": 0},
+    }, _output(graded)
+
+
+def test_the_kernel_ran_in_a_user_namespace_with_the_graders_uid(graded):
+    summary = graded["summary"]
+    assert summary is not None, _output(graded)
+    for student in summary["students"]:
+        p = student["record"]["protections"]
+        assert p["user_namespace"] and p["mount_namespace"], (student["student"], p)
+        assert p["network_namespace"] and p["pid_namespace"], (student["student"], p)
+        assert p["uid"] is None  # no uid to switch to without root: the grader's own
+        assert {"as", "cpu", "fsize"} <= set(p["rlimits"]), p["rlimits"]
+
+
+def test_snooping_as_the_graders_own_uid_found_nothing(graded):
+    import nbformat
+
+    course = graded["course"]
+    nb = nbformat.read(notebook_path(course, "autograded", ASSIGNMENT, "snoop"), as_version=4)
+    text = "".join(
+        o.get("text", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "stream"
+    )
+    assert "SNOOP " in text, text[:2000]
+    report = json.loads(text.split("SNOOP ", 1)[1].splitlines()[0])
+    # Same uid as the files' owner: only the mount namespace stands in the way, so every
+    # path must be missing for the kernel, not merely forbidden.
+    assert set(report.values()) == {"FileNotFoundError"}, report
+    assert not (course / "source" / ASSIGNMENT / "pwned.txt").exists()
+    assert not (course / "submitted" / "perfect" / ASSIGNMENT / "pwned.txt").exists()
+    assert not (graded["outside"] / "escaped.txt").exists()
+    assert notebook_path(course, "source", ASSIGNMENT).read_bytes() == graded["source_before"]
