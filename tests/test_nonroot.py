@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from snoop import SNOOP, Listener, snoop_report
 from toy_course import ASSIGNMENT, make_course, submission, submit
 
 from attncourse.course import ROOT, notebook_path
@@ -34,25 +35,6 @@ from attncourse.gradebook import cell_scores
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("nonroot")]
 
 GRADER = 65534  # "nobody": an uid that owns nothing on the machine
-
-SNOOP = """import json, os
-
-report = {{}}
-for path in {reads!r}:
-    try:
-        with open(path, "rb") as f:
-            report[path] = "read %d bytes" % len(f.read())
-    except OSError as e:
-        report[path] = type(e).__name__
-for path in {writes!r}:
-    try:
-        with open(path, "ab") as f:
-            f.write(b"pwned")
-        report[path] = "wrote"
-    except OSError as e:
-        report[path] = type(e).__name__
-print("SNOOP " + json.dumps(report))
-"""
 
 
 def _blocked_ancestors(path):
@@ -98,7 +80,10 @@ def graded():
     outside = base / "grader-files"  # the grader's own, outside the course
     outside.mkdir()
     gradebook = course / "gradebook.db"
+    listener = Listener()
     snoop = SNOOP.format(
+        gradebook=str(gradebook),
+        port=listener.port,
         reads=[
             str(notebook_path(course, "source", ASSIGNMENT)),
             str(gradebook),
@@ -116,7 +101,7 @@ def graded():
         "wrong": submission(course, scale_answer="def scale(x, d):\n    return x / d\n"),
         "snoop": submission(
             course,
-            double_answer=snoop + "\ndef double(x):\n    return 2 * x\n",
+            double_answer=snoop,
         ),
     }
     for student, nb in students.items():
@@ -151,6 +136,7 @@ def graded():
         text=True,
         timeout=600,
     )
+    listener.close()
     summary_path = course / "autograded" / ".attncourse" / ASSIGNMENT / "summary.json"
     yield {
         "run": run,
@@ -158,6 +144,7 @@ def graded():
         "outside": outside,
         "summary": json.loads(summary_path.read_text()) if summary_path.exists() else None,
         "source_before": source_before,
+        "connections": listener.connections,
     }
     shutil.rmtree(base, ignore_errors=True)
 
@@ -177,7 +164,7 @@ def test_an_unprivileged_grader_grades_the_class(graded):
     assert auto == {
         "perfect": {"scale_test": 2, "double_test": 1},
         "wrong": {"scale_test": 0, "double_test": 1},
-        # its imports outside the setup cell are an integrity finding: Part 2 is withheld
+        # its cell raises before `double` is defined (and its imports are a finding)
         "snoop": {"scale_test": 2, "double_test": 0},
     }, _output(graded)
 
@@ -198,19 +185,15 @@ def test_snooping_as_the_graders_own_uid_found_nothing(graded):
 
     course = graded["course"]
     nb = nbformat.read(notebook_path(course, "autograded", ASSIGNMENT, "snoop"), as_version=4)
-    text = "".join(
-        o.get("text", "")
-        for c in nb.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if o.output_type == "stream"
-    )
-    assert "SNOOP " in text, text[:2000]
-    report = json.loads(text.split("SNOOP ", 1)[1].splitlines()[0])
-    # Same uid as the files' owner: only the mount namespace stands in the way, so every
-    # path must be missing for the kernel, not merely forbidden.
+    report = snoop_report(nb)
+    # Same uid as the files' owner: only the namespaces stand in the way, so every path
+    # must be missing for the kernel, not merely forbidden, and the port unreachable.
+    network = report.pop("network")
     assert set(report.values()) == {"FileNotFoundError"}, report
+    assert network in ("ConnectionRefusedError", "OSError"), network
+    assert graded["connections"] == 0
     assert not (course / "source" / ASSIGNMENT / "pwned.txt").exists()
     assert not (course / "submitted" / "perfect" / ASSIGNMENT / "pwned.txt").exists()
     assert not (graded["outside"] / "escaped.txt").exists()
+    assert (course / "gradebook.db").exists()
     assert notebook_path(course, "source", ASSIGNMENT).read_bytes() == graded["source_before"]

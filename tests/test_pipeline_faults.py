@@ -14,13 +14,11 @@ The class is graded by ``attncourse grade`` with 2 workers, and again by plain
 
 import copy
 import hashlib
-import json
-import socket
 import sqlite3
-import threading
 
 import nbformat
 import pytest
+from snoop import SNOOP, Listener, snoop_report
 
 from attncourse.autograde import prepare
 from attncourse.course import ROOT, nbgrader, notebook_path
@@ -53,36 +51,6 @@ BIG_PRINT = "print('x' * 100_000_000)\n"
 WARNS = SOLUTION.replace("    return (\n", "    np.log(np.zeros(1))\n    return (\n", 1)
 WRONG = SOLUTION.replace("(H * D_v,),  # o_l1", "(D_v,),  # o_l1")
 
-# What an escape attempt reports, one line of JSON: path -> "ok" or the error it met.
-SNOOP = """import json, os, socket
-
-report = {{}}
-for path in {reads!r}:
-    try:
-        with open(path, "rb") as f:
-            report[path] = "read %d bytes" % len(f.read())
-    except OSError as e:
-        report[path] = type(e).__name__
-for path in {writes!r}:
-    try:
-        with open(path, "ab") as f:
-            f.write(b"pwned")
-        report[path] = "wrote"
-    except OSError as e:
-        report[path] = type(e).__name__
-try:
-    os.remove({gradebook!r})
-    report["remove gradebook"] = "removed"
-except OSError as e:
-    report["remove gradebook"] = type(e).__name__
-try:
-    socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
-    report["network"] = "connected"
-except OSError as e:
-    report["network"] = type(e).__name__
-print("SNOOP " + json.dumps(report))
-raise RuntimeError("done snooping")
-"""
 
 # student -> (override of the Part 4 answer or a damage function, cells that must score 0, status)
 LOSES_PART_4 = {PART_TEST}
@@ -108,33 +76,6 @@ def _strip_metadata(nb):
     for gid in ("p2_projections", "p2_projections_test"):
         del nb.cells[_cell(nb, gid)].metadata["nbgrader"]
     return nb
-
-
-class Listener:
-    """A TCP server on loopback that counts connections (none may arrive from a kernel)."""
-
-    def __init__(self):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self.sock.settimeout(0.5)
-        self.stop = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.connections += 1
-            conn.close()
-
-    def close(self):
-        self.stop = True
-        self.thread.join()
-        self.sock.close()
 
 
 def corpus(course, listener, outside):
@@ -312,11 +253,8 @@ def test_escape_attempts_took_no_effect(graded):
     assert sha(notebook_path(course, "source", ASSIGNMENT)) == graded["source_hash"]
     assert graded["connections"] == 0
     nb = nbformat.read(notebook_path(course, "autograded", ASSIGNMENT, "snoop"), as_version=4)
-    text = "".join(
-        o.get("text", "") for o in nb.cells[_cell(nb, PART)].outputs if o.output_type == "stream"
-    )
-    report = json.loads(text.split("SNOOP ", 1)[1].splitlines()[0])
-    assert report, text
+    report = snoop_report(nb)
+    assert report
     for what, outcome in report.items():
         assert outcome in ("FileNotFoundError", "PermissionError", "OSError"), (what, outcome)
     # What it could not do, it could not see either: the paths do not exist for it.
