@@ -73,7 +73,7 @@ def _course(dest, assignment, submissions, copies, stock=False):
     return course
 
 
-def _kernel_start(extra, sandboxed):
+def _kernel_start(extra, sandboxed, fork_server=False):
     """Seconds from launching a kernel to its first reply, as the grader starts it."""
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
@@ -84,7 +84,7 @@ def _kernel_start(extra, sandboxed):
     os.chmod(root, 0o711)
     (root / "work").mkdir()
     (root / "run").mkdir()
-    km = SandboxKernelManager() if sandboxed else AsyncKernelManager()
+    km = SandboxKernelManager(fork_server=fork_server) if sandboxed else AsyncKernelManager()
     if sandboxed:
         km.use_run_dir(root / "run")
     started = time.monotonic()
@@ -151,14 +151,26 @@ def where_time_goes(extra, records):
         "python -c 'import torch'": torch_import,
         "bare kernel start (no sandbox)": _median(lambda: _kernel_start(bare, False)),
         "bare kernel start (sandboxed)": _median(lambda: _kernel_start(bare, True)),
-        "kernel start with the course helpers (torch), sandboxed": _median(
+        "kernel start with the course helpers (torch), sandboxed, started afresh": _median(
             lambda: _kernel_start(extra, True)
+        ),
+        "fork server start: import torch and the helpers (once per worker)": _timed_server(),
+        "kernel start with the course helpers, sandboxed, from the fork server": _median(
+            lambda: _kernel_start(extra, True, fork_server=True)
         ),
         "kernel ready, in the pipeline (median)": statistics.median(ready) if ready else 0.0,
         "notebook compute, in the pipeline (median)": statistics.median(compute)
         if compute
         else 0.0,
     }
+
+
+def _timed_server():
+    from attncourse.sandbox import SandboxKernelManager, _fork_server
+
+    started = time.monotonic()
+    _fork_server(SandboxKernelManager().preload)
+    return time.monotonic() - started
 
 
 def _timing(result):

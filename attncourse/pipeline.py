@@ -312,6 +312,7 @@ def print_summary(summary, out=sys.stdout):
         limits = ", ".join(f"{k}={v}" for k, v in sorted(protections.get("rlimits", {}).items()))
         print(
             f"sandbox: hidden {hidden}; rlimits {limits}; kernel uid "
-            f"{'fresh per kernel' if protections.get('uid') else 'unchanged'}",
+            f"{'fresh per kernel' if protections.get('uid') else 'unchanged'}; kernels "
+            f"{'forked from a server with torch preloaded' if protections.get('preloaded') else 'started afresh'}",
             file=out,
         )

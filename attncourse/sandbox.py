@@ -23,6 +23,10 @@ Two halves:
     ``no_new_privs``, so setuid programs grant nothing.
 
 Each step that the container refuses is skipped and reported, never faked.
+
+With ``fork_server`` on (the default), the launcher asks this grading process's
+:mod:`attncourse.forkserver` to run the same ``_launch`` in a fork of a process
+that has torch imported already, and relays signals and the exit status.
 """
 
 import ctypes
@@ -134,8 +138,16 @@ def _set_limits(limits):
             resource.setrlimit(getattr(resource, f"RLIMIT_{name.upper()}"), (value, value))
 
 
-def _launch(spec, cmd):
-    """Set up the sandbox described by ``spec`` and run ``cmd`` in it; return its exit status."""
+def _exec(cmd, env):
+    os.execvpe(cmd[0], cmd, env)
+
+
+def _launch(spec, cmd, start=_exec):
+    """Set up the sandbox described by ``spec`` and run ``cmd`` in it; return its exit status.
+
+    ``start(cmd, env)`` replaces the sandboxed child by the kernel (never returns):
+    exec by default, the fork server's in-process kernel otherwise.
+    """
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the grader died: so does the sandbox
     run, work = spec["run"], spec["work"]
     got = {
@@ -190,6 +202,7 @@ def _launch(spec, cmd):
         limits.pop("nproc", None)  # would count the grader's own processes too
     got["rlimits"] = {k: v for k, v in limits.items() if v}
     got["uid"] = uid if root and uid != 0 else None
+    got["preloaded"] = start is not _exec
     _write(os.path.join(run, "protections.json"), json.dumps(got))
     kernel = os.fork()
     if kernel == 0:
@@ -215,7 +228,7 @@ def _launch(spec, cmd):
                 IPYTHONDIR=os.path.join(run, "ipython"),
                 MPLCONFIGDIR=os.path.join(run, "matplotlib"),
             )
-            os.execvpe(cmd[0], cmd, env)
+            start(cmd, env)
         finally:
             os._exit(127)
     return _wait_for(kernel)
@@ -255,14 +268,66 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(argv[0])
     cmd = argv[argv.index("--") + 1 :]
+    if spec.get("fork_server"):
+        from attncourse.forkserver import launch_via
+
+        code = launch_via(spec["fork_server"], spec, cmd)
+        if code is not None:
+            sys.exit(code)
     sys.exit(_launch(spec, cmd))
+
+
+_servers = {}
+
+
+def launcher_pid_file(run):
+    """Where the launcher notes the pid of the fork server's copy that set up its sandbox:
+    beside ``run``, in the kernel's private workspace, which the sandbox does not mount
+    (so the kernel cannot rewrite it)."""
+    return str(run).rstrip("/") + ".launcher-pid"
+
+
+def _fork_server(preload):
+    """The socket of this process's fork server for ``preload`` (started on first use),
+    or None when it cannot start (kernels are then launched the ordinary way)."""
+    import atexit
+    import shutil
+    import subprocess
+    import tempfile
+
+    key = tuple(preload)
+    server = _servers.get(key)
+    if server and server[0].poll() is None:
+        return server[1]
+    home = tempfile.mkdtemp(prefix="attncourse-forkserver-")  # 0700, hidden from kernels
+    path = os.path.join(home, "socket")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attncourse.forkserver", path, json.dumps(list(preload))],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    if proc.stdout.readline().strip() != b"ready":
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(home, ignore_errors=True)
+        return None
+
+    def stop():
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(home, ignore_errors=True)
+
+    atexit.register(stop)
+    _servers[key] = (proc, path)
+    return path
 
 
 def _kernel_manager_class():
     """Build :class:`SandboxKernelManager` (jupyter_client is imported only by the grader,
     never by the launcher, which starts once per kernel)."""
     from jupyter_client.manager import AsyncKernelManager
-    from traitlets import Bool, Integer
+    from traitlets import Bool, Integer, List, Unicode
 
     class SandboxKernelManager(AsyncKernelManager):
         """A kernel manager whose kernels run in the sandbox, reached over ipc sockets.
@@ -291,6 +356,15 @@ def _kernel_manager_class():
         drop_privileges = Bool(True, help="When root, run the kernel as a fresh uid.").tag(
             config=True
         )
+        fork_server = Bool(
+            True,
+            help="Fork kernels from a server that imported `preload` once (attncourse.forkserver).",
+        ).tag(config=True)
+        preload = List(
+            Unicode(),
+            ["torch", "numpy", "ipykernel.kernelapp", "attncourse.checks"],
+            help="Modules the fork server imports before forking kernels.",
+        ).tag(config=True)
 
         sandbox_run = None
 
@@ -314,6 +388,7 @@ def _kernel_manager_class():
             return {
                 "run": self.sandbox_run,
                 "work": str(work),
+                "fork_server": _fork_server(self.preload) if self.fork_server else None,
                 "keep": sorted(os.path.realpath(p) for p in keep),
                 "tmpfs_mb": self.tmpfs_mb,
                 "isolate_network": self.isolate_network,
@@ -351,6 +426,10 @@ def _kernel_manager_class():
             launcher = getattr(self.provisioner, "pid", None)
             if not launcher:
                 return 0
+            try:  # the fork server's copy plays the launcher when there is one
+                launcher = int(Path(launcher_pid_file(self.sandbox_run)).read_text())
+            except (OSError, ValueError, TypeError):
+                pass
             children, zombies = {}, set()
             for entry in os.listdir("/proc"):
                 if entry.isdigit():

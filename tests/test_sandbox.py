@@ -152,3 +152,77 @@ def test_kernel_manager_reaches_a_sandboxed_kernel_over_ipc():
         kc.stop_channels()
     finally:
         run_sync(km.shutdown_kernel)(now=True)
+
+
+def _gone(pid, seconds=10):
+    """Whether process ``pid`` has ended (zombies count as ended) within ``seconds``."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_fork_server_kernel_is_preloaded_interruptible_and_dies_with_its_launcher():
+    from attncourse.sandbox import launcher_pid_file
+
+    root = Path(tempfile_dir())
+    (root / "work").mkdir()
+    (root / "run").mkdir()
+    km = SandboxKernelManager()
+    assert km.fork_server
+    km.use_run_dir(root / "run")
+    run_sync(km.start_kernel)(
+        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
+    )
+    kc = km.client()
+    try:
+        kc.start_channels()
+        run_sync(kc.wait_for_ready)(timeout=120)
+        assert km.protections()["preloaded"] is True
+        # The server's copy that set up this sandbox is known outside it, not inside.
+        pid_file = launcher_pid_file(root / "run")
+        sandbox_pid = int(Path(pid_file).read_text())
+        # Interrupts reach the kernel through the launcher and the server.
+        msg_id = kc.execute("import torch, os\nwhile True:\n    pass")
+        import time
+
+        time.sleep(2)
+        run_sync(km.interrupt_kernel)()
+        reply = run_sync(kc.get_shell_msg)(timeout=30)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        # Its working copy as cwd, and the pid file out of its sight.
+        reply = run_sync(kc.execute_interactive)(
+            f"assert os.getcwd().endswith('work'), os.getcwd()\n"
+            f"assert not os.path.exists({pid_file!r})",
+            timeout=30,
+        )
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        run_sync(km.shutdown_kernel)(now=True)
+    assert _gone(sandbox_pid), "the kernel's sandbox outlived its launcher"
+
+
+def test_an_unreachable_fork_server_costs_only_time(tmp_path):
+    root = Path(tempfile_dir())
+    work, run = root / "work", root / "run"
+    work.mkdir()
+    run.mkdir()
+    km = SandboxKernelManager()
+    km.use_run_dir(run)
+    spec = dict(km.spec(work), fork_server=str(tmp_path / "no-server"))
+    cmd = [sys.executable, "-c", "print('started')"]
+    launcher = [sys.executable, "-m", "attncourse.sandbox", json.dumps(spec), "--", *cmd]
+    done = subprocess.run(launcher, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (run / "kernel.log").read_text().strip() == "started"
+    assert json.loads((run / "protections.json").read_text())["preloaded"] is False

@@ -1,0 +1,247 @@
+"""A fork server for grading kernels: import torch once per grader, not once per student.
+
+Starting a kernel for a course notebook costs about 2 s of CPU, nearly all of
+it importing torch and the course's helpers; the notebook's own compute is a
+few seconds more. With one kernel per student, that import is a large share
+of the CPU a class needs. This server imports those modules once, then forks
+a copy of itself for each kernel; the copy sets up the sandbox exactly as the
+launcher in :mod:`attncourse.sandbox` does (same ``_launch``: namespaces,
+mounts, fresh uid, rlimits) and, instead of exec'ing a new Python that would
+import everything again, runs ``ipykernel`` in the process it already is.
+
+Nothing of the protocol is visible to jupyter_client: it still starts the
+launcher ``python -m attncourse.sandbox SPEC -- CMD`` (a Python without torch,
+some 30 ms), which asks this server over a Unix socket (mode 0600, in a
+private directory the sandbox hides) to fork the kernel, forwards the signals
+jupyter_client sends it (interrupt, terminate) to the kernel's process group,
+and exits with the kernel's exit status. When the launcher is killed, the
+server kills the kernel's group; the kernel's PID namespace dies with its
+init. When the server cannot be reached, the launcher starts the kernel the
+ordinary way, so a dead server costs time, never a grade.
+
+Protocol, one JSON object per line: the launcher sends
+``{"spec": ..., "cmd": [...], "env": {...}}`` then zero or more
+``{"signal": N}``; the server answers ``{"pid": N}`` once forked and
+``{"exit": code}`` when the kernel's launcher process ends.
+"""
+
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+
+PR_SET_PDEATHSIG = 1
+
+
+def _send(conn, message):
+    try:
+        conn.sendall((json.dumps(message) + "\n").encode())
+    except OSError:
+        pass
+
+
+def _read_line(conn, limit=1 << 20):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > limit:
+            raise ValueError("request too long")
+    return data
+
+
+def run_kernel(cmd, env):
+    """Run the kernel ``cmd`` (``python -m ipykernel_launcher ...``) in this process.
+
+    Called in the sandbox, after limits and the uid are set, where the launcher
+    would exec ``cmd``; any other command is exec'd as usual.
+    """
+    if cmd[1:3] != ["-m", "ipykernel_launcher"] or os.path.realpath(cmd[0]) != os.path.realpath(
+        sys.executable
+    ):
+        os.execvpe(cmd[0], cmd, env)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = ["ipykernel_launcher", *cmd[3:]]
+    sys.path[0] = os.getcwd()  # as for ``python -m``: the working copy
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if "torch" in sys.modules and env.get("OMP_NUM_THREADS", "").isdigit():
+        sys.modules["torch"].set_num_threads(int(env["OMP_NUM_THREADS"]))
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()  # a fresh process would draw its own seed
+    code = 0
+    try:
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported like a crashed kernel's traceback
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()  # what a kernel's interpreter would run at exit
+        except BaseException:  # noqa: BLE001, S110 - exiting anyway
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001, S110 - exiting anyway
+                pass
+        os._exit(code)
+
+
+def _child(conn, listener, request):
+    """In the forked copy: become the launcher of one sandboxed kernel."""
+    from attncourse import sandbox
+
+    code = 1
+    try:
+        listener.close()
+        conn.close()
+        os.setsid()  # the kernel's own process group, signalled as a whole
+        os.environ.clear()
+        os.environ.update(request["env"])
+        code = sandbox._launch(request["spec"], request["cmd"], start=run_kernel)
+    finally:
+        os._exit(code)
+
+
+def serve(path, preload):
+    """Import ``preload``, then fork a sandboxed kernel for each launcher that connects."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - the kernel imports it again and reports
+            print(f"forkserver: cannot preload {name}: {e}", file=sys.stderr)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(16)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    kernels = {}  # pid of the forked launcher -> its launcher's connection
+    print("ready", flush=True)
+    while True:
+        for key, _ in selector.select(timeout=0.2):
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                try:
+                    conn.settimeout(10)
+                    request = json.loads(_read_line(conn))
+                    conn.settimeout(None)
+                except (OSError, ValueError):
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    _child(conn, listener, request)
+                kernels[pid] = conn
+                selector.register(conn, selectors.EVENT_READ, pid)
+                _send(conn, {"pid": pid})
+                continue
+            conn, pid = key.fileobj, key.data
+            try:
+                data = conn.recv(4096)
+            except OSError:
+                data = b""
+            if not data:  # the launcher is gone: so is its kernel
+                selector.unregister(conn)
+                _signal_group(pid, signal.SIGKILL)
+                continue
+            for line in data.decode(errors="replace").splitlines():
+                try:
+                    _signal_group(pid, int(json.loads(line)["signal"]))
+                except (ValueError, KeyError, TypeError):
+                    pass
+        while kernels:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = kernels.pop(pid, None)
+            if conn is not None:
+                _send(conn, {"exit": os.waitstatus_to_exitcode(status) % 256})
+                try:
+                    selector.unregister(conn)
+                except (KeyError, ValueError):
+                    pass
+                conn.close()
+
+
+def _signal_group(pid, sig):
+    try:
+        os.killpg(pid, sig)
+    except OSError:
+        pass
+
+
+def launch_via(path, spec, cmd):
+    """In the launcher: have the server at ``path`` start the kernel; return its exit status,
+    or None when the server cannot be reached (the caller then starts it itself)."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        conn.sendall(
+            (json.dumps({"spec": spec, "cmd": cmd, "env": dict(os.environ)}) + "\n").encode()
+        )
+        first = json.loads(_read_line(conn) or b"null")
+    except (OSError, ValueError):
+        conn.close()
+        return None
+    if not isinstance(first, dict) or "pid" not in first:
+        conn.close()
+        return None
+    from attncourse.sandbox import launcher_pid_file
+
+    try:
+        with open(launcher_pid_file(spec["run"]), "w") as f:
+            f.write(str(int(first["pid"])))
+    except OSError:
+        pass
+
+    def forward(sig, _frame):
+        _send(conn, {"signal": sig})
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, forward)
+    buffer = b""
+    while True:
+        try:
+            chunk = conn.recv(4096)
+        except InterruptedError:
+            continue
+        except OSError:
+            return 1
+        if not chunk:
+            return 1  # the server died: the kernel with it
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict) and "exit" in message:
+                return int(message["exit"])
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], json.loads(sys.argv[2]))
