@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ASSIGNMENT ?= attention_variants
 WORKERS ?= $(shell nproc)
+# make bench: copies of each demo submission (4 x 4 students = 16 submissions)
+COPIES ?= 4
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -57,7 +59,7 @@ scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, with
 	$(BIN)/attncourse scan $(ASSIGNMENT)
 
 bench: venv  ## seconds per submission: stock nbgrader vs this pipeline at 1 and all workers
-	$(BIN)/attncourse bench
+	$(BIN)/attncourse bench --copies $(COPIES)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
 	$(BIN)/attncourse collect $(ASSIGNMENT)
