@@ -229,3 +229,42 @@ def test_an_unreachable_fork_server_costs_only_time(tmp_path):
     assert done.returncode == 0, done.stderr
     assert (run / "kernel.log").read_text().strip() == "started"
     assert json.loads((run / "protections.json").read_text())["preloaded"] is False
+
+
+def _draws_of_a_forked_kernel():
+    """What ``random`` and ``numpy.random`` give first in a kernel forked by the fork server."""
+    root = Path(tempfile_dir())
+    (root / "work").mkdir()
+    (root / "run").mkdir()
+    km = SandboxKernelManager()
+    km.preload = [*km.preload, "random", "numpy.random"]  # generators seeded in the server
+    km.use_run_dir(root / "run")
+    run_sync(km.start_kernel)(
+        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
+    )
+    kc = km.client()
+    out = []
+    try:
+        kc.start_channels()
+        run_sync(kc.wait_for_ready)(timeout=120)
+        assert km.protections()["preloaded"] is True
+        reply = run_sync(kc.execute_interactive)(
+            "import random, numpy\nprint(random.random(), numpy.random.rand())",
+            timeout=30,
+            output_hook=lambda msg: out.append(msg["content"].get("text", "")),
+        )
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        run_sync(km.shutdown_kernel)(now=True)
+    return "".join(out).split()
+
+
+def test_forked_kernels_draw_their_own_random_seeds_as_fresh_processes_do():
+    """A fork copies the server's generator states: without reseeding, every student's
+    kernel would draw the same 'random' numbers (Python's ``random`` reseeds itself at
+    fork; ``numpy.random`` is reseeded by the fork server)."""
+    first, second = _draws_of_a_forked_kernel(), _draws_of_a_forked_kernel()
+    assert len(first) == 2, first
+    assert first[0] != second[0], "random: two kernels drew the same first number"
+    assert first[1] != second[1], "numpy.random: two kernels drew the same first number"
