@@ -7,6 +7,8 @@ ASSIGNMENT ?= attention_variants
 WORKERS ?= $(shell nproc)
 # make bench: copies of each demo submission (4 x 4 students = 16 submissions)
 COPIES ?= 4
+# make bench: turns of the four configurations (each ratio compares runs of one turn)
+ROUNDS ?= 2
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -59,7 +61,7 @@ scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, with
 	$(BIN)/attncourse scan $(ASSIGNMENT)
 
 bench: venv  ## seconds per submission: stock nbgrader vs this pipeline at 1 and all workers
-	$(BIN)/attncourse bench --copies $(COPIES)
+	$(BIN)/attncourse bench --copies $(COPIES) --rounds $(ROUNDS)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
 	$(BIN)/attncourse collect $(ASSIGNMENT)

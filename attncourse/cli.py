@@ -37,7 +37,13 @@ def cmd_bench(args):
     """Time stock nbgrader autograde against this pipeline at 1 and N workers."""
     from attncourse.bench import run_bench
 
-    return run_bench(args.assignment, copies=args.copies, workers=args.workers, dest=args.dir)
+    return run_bench(
+        args.assignment,
+        copies=args.copies,
+        workers=args.workers,
+        rounds=args.rounds,
+        dest=args.dir,
+    )
 
 
 def cmd_feedback(args):
@@ -146,7 +152,8 @@ def build_parser():
 
     p = sub.add_parser("bench", help=cmd_bench.__doc__)
     p.add_argument("--assignment", default="attention_variants")
-    p.add_argument("--copies", type=int, default=2, help="copies of each demo submission")
+    p.add_argument("--copies", type=int, default=4, help="copies of each demo submission")
+    p.add_argument("--rounds", type=int, default=2, help="turns of the four configurations")
     p.add_argument("--workers", type=int, default=None, help="the parallel run (default: cores)")
     p.add_argument("--dir", default=None, help="keep the scratch courses here (default: temporary)")
     p.set_defaults(func=cmd_bench)
