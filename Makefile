@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ASSIGNMENT ?= attention_variants
 WORKERS ?= $(shell nproc)
-# make bench: copies of each demo submission (4 x 4 students = 16 submissions)
-COPIES ?= 4
+# make bench: copies of each demo submission (8 x 4 students = 32 submissions, a small class)
+COPIES ?= 8
 # make bench: turns of the four configurations (each ratio compares runs of one turn)
 ROUNDS ?= 2
 # nbgrader runs alembic (and kernels) from PATH.

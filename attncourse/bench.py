@@ -280,7 +280,7 @@ def ratio_lines(walls, workers, threads, cores):
     ]
 
 
-def run_bench(assignment="attention_variants", copies=4, workers=None, rounds=2, dest=None):
+def run_bench(assignment="attention_variants", copies=8, workers=None, rounds=2, dest=None):
     """Grade the copies with each configuration, ``rounds`` times interleaved; print seconds
     per submission, the ratios and where the time goes. Exit 1 if the pipeline's runs disagree.
 

@@ -152,7 +152,7 @@ def build_parser():
 
     p = sub.add_parser("bench", help=cmd_bench.__doc__)
     p.add_argument("--assignment", default="attention_variants")
-    p.add_argument("--copies", type=int, default=4, help="copies of each demo submission")
+    p.add_argument("--copies", type=int, default=8, help="copies of each demo submission")
     p.add_argument("--rounds", type=int, default=2, help="turns of the four configurations")
     p.add_argument("--workers", type=int, default=None, help="the parallel run (default: cores)")
     p.add_argument("--dir", default=None, help="keep the scratch courses here (default: temporary)")
