@@ -14,7 +14,7 @@ configurations, each in its own scratch course with a fresh gradebook:
 is what an instructor gains over ``WORKERS=1``, where torch's threads in the
 one kernel already keep part of the other cores busy. The configurations take
 turns for ``rounds`` rounds and each ratio compares runs of one round, since
-a virtual machine's speed drifts by 10-20 % over minutes. Each line also gives
+a virtual machine's speed drifts by 10-40 % over minutes. Each line also gives
 the machine's busy CPU time per submission and how many cores were busy. Each
 round also executes the source notebook (solutions and hidden tests) with plain
 nbclient in 1 and in N processes side by side: the ceiling that the machine
