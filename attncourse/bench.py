@@ -135,7 +135,7 @@ class _Clock:
                 f"  (CPU {self.cpu / n:5.2f} s/submission, "
                 f"{self.cpu / self.wall:.2f} of {os.cpu_count()} cores busy)"
             )
-        return f"  {label:28s} {self.wall / n:6.2f} s/submission{busy}"
+        return f"  {label:49s} {self.wall / n:6.2f} s/submission{busy}"
 
 
 def _median(f, n=3):
@@ -192,8 +192,8 @@ def _timed(cmd):
 
 
 def _grade_once(base, config, assignment, submissions, copies):
-    """Grade one scratch course with ``config``; return (wall s, busy CPU s, scores, records)."""
-    label, workers, threads = config
+    """Grade one scratch course with ``config``; return (its _Clock, scores, records)."""
+    _, workers, threads = config
     course = _course(base, assignment, submissions, copies, stock=workers is None)
     with _Clock() as clock, open(os.devnull, "w") as devnull:
         if workers is None:
@@ -209,7 +209,7 @@ def _grade_once(base, config, assignment, submissions, copies):
                 out=devnull,
             )
             records = list(results.values())
-    return clock.wall, clock.cpu, total_scores(course, assignment), records
+    return clock, total_scores(course, assignment), records
 
 
 _LANE = """
@@ -312,26 +312,18 @@ def run_bench(assignment="attention_variants", copies=8, workers=None, rounds=2,
     runs = workers * max(1, n // (4 * workers))  # notebooks per ceiling measurement
     for r in range(rounds):
         for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            wall, cpu, scores[key], got = _grade_once(
+            clock, scores[key], got = _grade_once(
                 base / f"{key}-{r}", configs[key], assignment, submissions, copies
             )
-            walls[key].append(wall)
+            walls[key].append(clock.wall)
             records += got
-            busy = (
-                ""
-                if cpu is None
-                else f"  (CPU {cpu / n:5.2f} s/submission, {cpu / wall:.2f} cores busy)"
-            )
-            print(
-                f"  round {r + 1}  {configs[key][0]:40s} {wall / n:6.2f} s/submission{busy}",
-                flush=True,
-            )
+            print(clock.line(f"round {r + 1}  {configs[key][0]}", n), flush=True)
         for lanes, key in ((1, "ceiling 1"), (workers, "ceiling n")):
             walls[key].append(ceiling_wall(source, runs, lanes, threads))
-            label = f"plain nbclient, {lanes} lane{'s' * (lanes > 1)}, {threads} threads"
-            print(
-                f"  round {r + 1}  {label:40s} {walls[key][-1] / runs:6.2f} s/notebook", flush=True
+            label = (
+                f"round {r + 1}  plain nbclient, {lanes} lane{'s' * (lanes > 1)}, {threads} threads"
             )
+            print(f"  {label:49s} {walls[key][-1] / runs:6.2f} s/notebook", flush=True)
     print("ratios:")
     for line in ratio_lines(walls, workers, threads, cores):
         print(line)

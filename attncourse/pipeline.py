@@ -225,17 +225,18 @@ def grade(
     run_dir = course / "autograded" / ".attncourse" / assignment
     run_dir.mkdir(parents=True, exist_ok=True)
     results = {}
-    todo = []
+    todo, size = [], {}
     for student in students:
         nb = notebook_path(course, "submitted", assignment, student)
         if nb.exists():
             todo.append(student)
+            size[student] = nb.stat().st_size
         else:
             results[student] = {"student": student, "missing": f"no {nb.name} submitted"}
     # Longest first, with the notebook's size as the guess (an untouched or damaged one runs
     # little): the short ones then fill the workers' last minutes instead of one long one
     # keeping a single worker busy at the end.
-    todo.sort(key=lambda s: -notebook_path(course, "submitted", assignment, s).stat().st_size)
+    todo.sort(key=lambda s: -size[s])
     if len(todo) > workers:
         args.append("--ResilientExecute.prewarm=True")  # each worker has a next student
     threads = threads or max(1, (os.cpu_count() or 1) // workers)

@@ -5,6 +5,7 @@ test checks that a recorded protection really holds, and is skipped (saying
 which) where the platform did not give it.
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -82,6 +83,27 @@ def tempfile_dir():
     return path
 
 
+@contextlib.contextmanager
+def sandboxed_kernel(**traits):
+    """A started, ready kernel of a SandboxKernelManager(**traits): yields (root, km, kc)."""
+    root = Path(tempfile_dir())
+    (root / "work").mkdir()
+    (root / "run").mkdir()
+    km = SandboxKernelManager(**traits)
+    km.use_run_dir(root / "run")
+    run_sync(km.start_kernel)(
+        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
+    )
+    kc = km.client()
+    try:
+        kc.start_channels()
+        run_sync(kc.wait_for_ready)(timeout=120)
+        yield root, km, kc
+    finally:
+        kc.stop_channels()
+        run_sync(km.shutdown_kernel)(now=True)
+
+
 def needs(record, key):
     if not record.get(key):
         pytest.skip(f"this platform gave the sandbox no {key.replace('_', ' ')}")
@@ -133,25 +155,11 @@ def test_rlimits_apply(probed):
 
 
 def test_kernel_manager_reaches_a_sandboxed_kernel_over_ipc():
-    root = Path(tempfile_dir())
-    (root / "work").mkdir()
-    (root / "run").mkdir()
-    km = SandboxKernelManager()
-    km.use_run_dir(root / "run")
-    run_sync(km.start_kernel)(
-        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
-    )
-    try:
-        kc = km.client()
-        kc.start_channels()
-        run_sync(kc.wait_for_ready)(timeout=120)
+    with sandboxed_kernel() as (_, km, kc):
         reply = run_sync(kc.execute_interactive)("import os", timeout=60)
         assert reply["content"]["status"] == "ok"
         assert km.transport == "ipc"
         assert km.protections().get("mount_namespace") is not None
-        kc.stop_channels()
-    finally:
-        run_sync(km.shutdown_kernel)(now=True)
 
 
 def _gone(pid, seconds=10):
@@ -173,19 +181,8 @@ def _gone(pid, seconds=10):
 def test_fork_server_kernel_is_preloaded_interruptible_and_dies_with_its_launcher():
     from attncourse.sandbox import launcher_pid_file
 
-    root = Path(tempfile_dir())
-    (root / "work").mkdir()
-    (root / "run").mkdir()
-    km = SandboxKernelManager()
-    assert km.fork_server
-    km.use_run_dir(root / "run")
-    run_sync(km.start_kernel)(
-        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
-    )
-    kc = km.client()
-    try:
-        kc.start_channels()
-        run_sync(kc.wait_for_ready)(timeout=120)
+    with sandboxed_kernel() as (root, km, kc):
+        assert km.fork_server
         assert km.protections()["preloaded"] is True
         # The server's copy that set up this sandbox is known outside it, not inside.
         pid_file = launcher_pid_file(root / "run")
@@ -209,9 +206,6 @@ def test_fork_server_kernel_is_preloaded_interruptible_and_dies_with_its_launche
             timeout=30,
         )
         assert reply["content"]["status"] == "ok", reply["content"]
-    finally:
-        kc.stop_channels()
-        run_sync(km.shutdown_kernel)(now=True)
     assert _gone(sandbox_pid), "the kernel's sandbox outlived its launcher"
 
 
@@ -233,20 +227,9 @@ def test_an_unreachable_fork_server_costs_only_time(tmp_path):
 
 def _draws_of_a_forked_kernel():
     """What ``random`` and ``numpy.random`` give first in a kernel forked by the fork server."""
-    root = Path(tempfile_dir())
-    (root / "work").mkdir()
-    (root / "run").mkdir()
-    km = SandboxKernelManager()
-    km.preload = [*km.preload, "random", "numpy.random"]  # generators seeded in the server
-    km.use_run_dir(root / "run")
-    run_sync(km.start_kernel)(
-        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
-    )
-    kc = km.client()
+    preload = [*SandboxKernelManager().preload, "random", "numpy.random"]  # seeded in the server
     out = []
-    try:
-        kc.start_channels()
-        run_sync(kc.wait_for_ready)(timeout=120)
+    with sandboxed_kernel(preload=preload) as (_, km, kc):
         assert km.protections()["preloaded"] is True
         reply = run_sync(kc.execute_interactive)(
             "import random, numpy\nprint(random.random(), numpy.random.rand())",
@@ -254,9 +237,6 @@ def _draws_of_a_forked_kernel():
             output_hook=lambda msg: out.append(msg["content"].get("text", "")),
         )
         assert reply["content"]["status"] == "ok", reply["content"]
-    finally:
-        kc.stop_channels()
-        run_sync(km.shutdown_kernel)(now=True)
     return "".join(out).split()
 
 
