@@ -25,6 +25,7 @@ Protocol, one JSON object per line: the launcher sends
 ``{"exit": code}`` when the kernel's launcher process ends.
 """
 
+import gc
 import importlib
 import json
 import os
@@ -129,6 +130,12 @@ def serve(path, preload):
             importlib.import_module(name)
         except Exception as e:  # noqa: BLE001 - the kernel imports it again and reports
             print(f"forkserver: cannot preload {name}: {e}", file=sys.stderr)
+    # Move everything imported so far out of the collector's reach: a kernel's collections
+    # then scan only its own objects, not torch's, and leave the pages it shares with this
+    # server unwritten (a collection writes to every object it scans, so without this each
+    # forked kernel copied much of the server's heap, page by page, in system time).
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o600)

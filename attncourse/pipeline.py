@@ -19,6 +19,7 @@ reported and graded as far as they can be).
 
 import contextlib
 import fcntl
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -117,6 +118,11 @@ def grade_student(course, assignment, student, nbgrader_args, log_dir):
     """Autograde one student with nbgrader's AutogradeApp in this process; return a result dict."""
     from nbgrader.apps import AutogradeApp
 
+    # What the last student left is collected now; what survives (modules, caches) is
+    # frozen, so the collections during this student scan only this student's objects
+    # (they took a fifth to a third of a worker's CPU before).
+    gc.collect()
+    gc.freeze()
     started = time.monotonic()
     held, waited = (_lock.held_s, _lock.waited_s) if _lock else (0.0, 0.0)
     result = {"student": student, "error": None}

@@ -249,6 +249,35 @@ def _wait_for(pid):
             return os.waitstatus_to_exitcode(status) % 256
 
 
+def _process_tree():
+    """(parent pid -> child pids, zombie pids) of every process on the machine.
+
+    Runs after every graded cell, so it reads ``/proc/PID/stat`` as raw bytes
+    (pathlib's text reads made it 3x slower, some 0.3 s of a grader's CPU per notebook).
+    """
+    children, zombies = {}, set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fd = os.open(f"/proc/{entry}/stat", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            stat = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if b")" not in stat:
+            continue
+        state, ppid = stat.rsplit(b")", 1)[1].split(None, 2)[:2]
+        children.setdefault(int(ppid), []).append(int(entry))
+        if state == b"Z":
+            zombies.add(int(entry))
+    return children, zombies
+
+
 def _kernel_of(pids):
     """The kernel among the sandbox init's children: PID 2 in its namespace (else the oldest)."""
     for pid in pids:
@@ -430,17 +459,7 @@ def _kernel_manager_class():
                 launcher = int(Path(launcher_pid_file(self.sandbox_run)).read_text())
             except (OSError, ValueError, TypeError):
                 pass
-            children, zombies = {}, set()
-            for entry in os.listdir("/proc"):
-                if entry.isdigit():
-                    try:
-                        stat = Path(f"/proc/{entry}/stat").read_text()
-                    except OSError:
-                        continue
-                    state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-                    children.setdefault(int(ppid), []).append(int(entry))
-                    if state == "Z":
-                        zombies.add(int(entry))
+            children, zombies = _process_tree()
             inits = children.get(launcher, [])
             keep = {launcher, *inits, *(_kernel_of(children.get(i, [])) for i in inits)}
             strays, todo = [], list(inits)
