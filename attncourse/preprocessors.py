@@ -39,7 +39,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Integer
+from traitlets import Bool, Integer, default
 
 from attncourse.sandbox import SandboxKernelManager
 
@@ -276,6 +276,12 @@ class ResilientExecute(Execute):
     def __init__(self, **kw):
         kw.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(**kw)
+
+    @default("shutdown_kernel")
+    def _kill_when_done(self):
+        # The kernel's state is thrown away: killing it saves the 0.3 s that a graceful
+        # shutdown spends polling for its exit, once per student (0.04-0.13 s instead).
+        return "immediate"
 
     def preprocess(self, nb, resources, km=None):
         record = resources.setdefault(RECORD, copy.deepcopy(nb.metadata.get(RECORD, {})))
