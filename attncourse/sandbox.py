@@ -249,6 +249,11 @@ def _wait_for(pid):
             return os.waitstatus_to_exitcode(status) % 256
 
 
+def cuda_present():
+    """Whether this machine has an NVIDIA GPU: kernels then get no address-space limit."""
+    return os.path.exists("/dev/nvidiactl")
+
+
 def _process_tree():
     """(parent pid -> child pids, zombie pids) of every process on the machine.
 
@@ -424,7 +429,7 @@ def _kernel_manager_class():
                 "drop_privileges": self.drop_privileges,
                 "limits": {
                     # CUDA reserves far more address space than it uses: no RLIMIT_AS there.
-                    "as": 0 if os.path.exists("/dev/nvidiactl") else self.memory_mb * 2**20,
+                    "as": 0 if cuda_present() else self.memory_mb * 2**20,
                     "cpu": self.cpu_seconds,
                     "nproc": self.processes,
                     "fsize": self.file_size_mb * 2**20,
