@@ -14,7 +14,7 @@ carry a full traceback through the hidden test's lines (nbgrader issues #917,
   source line that raised it);
 - the graders' mark-scheme cells are removed;
 - integrity findings, if any, are listed at the top (the part's comment, shown
-  under the answer, says which points were withheld).
+  under the answer, says which parts were flagged for review).
 """
 
 from pathlib import Path
@@ -56,7 +56,7 @@ def reduce_outputs(outputs):
 def integrity_cell(findings):
     lines = ["**Integrity check.** The grader found code that is not allowed in this assignment;"]
     lines.append(
-        "the points of the affected parts are withheld until an instructor reviews them.\n"
+        "an instructor reviews the affected parts.\n"
     )
     lines += [f"- {finding.describe()}" for finding in findings]
     return new_markdown_cell("\n".join(lines), metadata={"attncourse": {"integrity": True}})

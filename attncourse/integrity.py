@@ -1,7 +1,8 @@
 """Integrity scan of submitted notebooks, outside the kernel, before any cell runs.
 
-The hidden tests already compare with pristine references (``attncourse.checks``);
-this scan makes the attempt itself visible and costs the attempt its points.
+Scores never depend on it: the judge (``attncourse.judge``) decides every test
+outside the kernel. This scan makes an attempt on the grader, or code that is
+not allowed, visible to the graders, who decide what it costs.
 It reads each cell's source — never runs it — and reports:
 
 - ``import``: an import beyond the course's (``import``/``from … import``,
@@ -34,12 +35,13 @@ the closest answer cell above it in the submission; above the first answer
 cell, the first one), together with the graded cells that follow that answer
 cell in the source notebook up to the next answer cell — the tests of that
 answer. The order comes from the instructor's notebook, not the submission,
-so moving cells around does not move points. :class:`WithholdIntegrity` sets
-the automatic score of the part's autograded cells to 0, flags them for
-manual review and writes the findings as the comment of the part's answer
-cell, which formgrader and the feedback show; a grader who disagrees enters a
-manual score in formgrader. A part graded only by hand loses nothing
-automatically: its grader reads the comment under the answer.
+so moving cells around does not move points. :class:`FlagIntegrity` flags the
+part's autograded cells for review in formgrader and writes the findings as
+the comment of the part's answer cell, which formgrader and the feedback show.
+Scores do not depend on the scan: the judge computes every verdict outside the
+student's kernel, so a finding is something for a grader to read (copied code,
+an attempt on the grader), and the grader decides, with a manual score where
+the answer does not deserve the tests' points.
 """
 
 import ast
@@ -648,7 +650,7 @@ class IntegrityScan(NbGraderPreprocessor):
     """Sanitize stage: scan the submission against the gradebook and store the findings.
 
     Runs before ``OverwriteCells`` restores the locked cells; the findings go
-    into the notebook's metadata, where :class:`WithholdIntegrity` reads them
+    into the notebook's metadata, where :class:`FlagIntegrity` reads them
     after the autograder has saved its scores.
     """
 
@@ -663,14 +665,14 @@ class IntegrityScan(NbGraderPreprocessor):
         return nb, resources
 
 
-class WithholdIntegrity(NbGraderPreprocessor):
-    """Autograde stage, after ``SaveAutoGrades``: withhold the points of every part with findings.
+class FlagIntegrity(NbGraderPreprocessor):
+    """Autograde stage, after ``SaveAutoGrades``: flag every part with findings for review.
 
-    Each autograded cell of the part gets ``auto_score = 0`` and needs manual
-    grading; the part's answer cell gets a comment listing the findings and the
-    scores the tests gave, so the autograder's record is kept and a grader can
-    override it in formgrader. Re-running autograde re-applies this from the
-    fresh scan; manual scores and manual comments are never touched.
+    The tests' scores stand (the judge computed them outside the kernel); each
+    autograded cell of the part needs manual grading, and the part's answer cell
+    gets a comment listing the findings, shown in formgrader and the feedback.
+    Re-running autograde re-applies this from the fresh scan; manual scores and
+    manual comments are never touched.
     """
 
     def preprocess(self, nb, resources):
@@ -685,30 +687,29 @@ class WithholdIntegrity(NbGraderPreprocessor):
             for finding in findings:
                 by_part.setdefault(finding.part, []).append(finding)
             for part, items in by_part.items():
-                withheld = []
+                flagged = []
                 for gid in course.part_grades(part):
                     grade = gb.find_grade(gid, *ids)
                     if grade.auto_score is None:
                         continue
-                    withheld.append(f"{gid} (tests gave {grade.auto_score:g}/{grade.max_score:g})")
-                    grade.auto_score = 0.0
+                    flagged.append(f"{gid} (tests gave {grade.auto_score:g}/{grade.max_score:g})")
                     grade.needs_manual_grade = True
-                comment = withheld_comment(items, withheld)
+                comment = flagged_comment(items, flagged)
                 try:
                     gb.find_comment(part, *ids).auto_comment = comment
                 except MissingEntry:
                     self.log.warning("No comment cell %s for %s", part, info["student"])
-                self.log.warning("Withheld %s for %s", ", ".join(withheld) or "nothing", ids[2])
+                self.log.warning("Flagged %s for %s", ", ".join(flagged) or "nothing", ids[2])
             gb.db.commit()
         return nb, resources
 
 
-def withheld_comment(findings, withheld):
+def flagged_comment(findings, flagged):
     """The gradebook comment of a part with findings (shown in formgrader and the feedback)."""
     text = "\n".join([COMMENT_HEADER, ""] + [f"- {f.describe()}" for f in findings])
-    if withheld:
-        text += f"\n\nPoints withheld: {', '.join(withheld)}."
-        text += "\nA grader may restore them by entering a manual score."
+    if flagged:
+        text += f"\n\nFlagged for review: {', '.join(flagged)}."
+        text += "\nThe tests' score stands unless a grader enters a manual score."
     return text
 
 

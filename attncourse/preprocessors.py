@@ -8,10 +8,12 @@ Registered in ``nbgrader_config.py``, so plain ``nbgrader autograde`` and
 * :class:`RepairGradeCells` (sanitizing stage, before ``OverwriteCells``) puts
   back grade and locked cells that were deleted or lost their nbgrader
   metadata, at their place in the release, with the content the gradebook holds.
-* :class:`ResilientExecute` (replaces ``Execute``) runs the kernel in the
-  sandbox of :mod:`attncourse.sandbox`, caps each cell's output, and when the
-  kernel dies or hangs in a cell, scores that cell 0, restarts the kernel,
-  replays the cells before it and goes on, so later cells are still graded.
+* :class:`ResilientExecute` (replaces ``Execute``) runs the student's cells in
+  the sandbox of :mod:`attncourse.sandbox`, caps each cell's output and the
+  whole notebook's time, and when the kernel dies or hangs in a cell, scores
+  that cell 0, restarts the kernel, replays the cells before it and goes on.
+  Test cells never run in the kernel: at each one the judge
+  (:mod:`attncourse.judge`) asks the kernel for data and writes the verdict.
 * :class:`StderrAsDisplay` keeps warnings written to stderr visible but stops
   nbgrader from reading them as a failed test (it zeroes any cell with stderr).
 * :class:`RecordGradingRun` stores what happened (repairs, faults, protections,
@@ -39,8 +41,11 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Integer, default
+from traitlets import Bool, Dict, Float, Integer, Unicode, default
 
+from attncourse.judge import verdict
+from attncourse.judge.channel import KernelChannel
+from attncourse.judge.remote import KernelFault, Session, StudentNamespace
 from attncourse.sandbox import SandboxKernelManager
 
 RECORD = "attncourse"
@@ -49,6 +54,22 @@ RECORD = "attncourse"
 def _record(nb):
     """The attncourse record of a notebook (created when missing)."""
     return nb.metadata.setdefault(RECORD, {})
+
+
+def is_test_cell(cell):
+    """An autograder test cell: graded code the student cannot change (never run in the kernel)."""
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def student_sources(nb):
+    """The text of every code cell the student wrote: answer cells and cells they added."""
+    return [
+        cell.source
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        and (utils.is_solution(cell) or not cell.metadata.get("nbgrader", {}).get("locked"))
+        and not is_test_cell(cell)
+    ]
 
 
 def _error(ename, evalue):
@@ -272,6 +293,19 @@ class ResilientExecute(Execute):
     max_kernel_restarts = Integer(
         3, help="Kernel deaths/hangs per notebook after which the remaining cells are not run."
     ).tag(config=True)
+    notebook_budget = Float(
+        900.0,
+        help="Seconds one notebook may run in all (its cells and the judge's calls); when they "
+        "are spent the remaining cells are not run and the remaining tests fail, saying so.",
+    ).tag(config=True)
+    checks_modules = Dict(
+        value_trait=Unicode(),
+        help="assignment -> module holding its CHECKS, for assignments whose hidden tests are "
+        "not in attncourse.grading.<assignment>.",
+    ).tag(config=True)
+    max_reply_bytes = Integer(
+        256 * 2**20, help="Largest answer the kernel may send the judge for one call."
+    ).tag(config=True)
 
     def __init__(self, **kw):
         kw.setdefault("kernel_manager_class", SandboxKernelManager)
@@ -292,6 +326,7 @@ class ResilientExecute(Execute):
                     cell.outputs = [_error("SubmissionUnreadable", record["unreadable"])]
             return nb, resources
         self._record = record
+        self._judge_setup(nb, resources)
         self._dead = set()
         self._restarts = 0
         self._output_bytes = defaultdict(int)
@@ -364,11 +399,96 @@ class ResilientExecute(Execute):
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
+    # ------------------------------------------------------------------ the judge
+
+    def _judge_setup(self, nb, resources):
+        """Per notebook: the assignment's checks, a fresh secret, the student's own cells."""
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        try:
+            self._checks = verdict.checks_of(assignment, self.checks_modules.get(assignment))
+        except (ImportError, AttributeError) as e:
+            self.log.error("No hidden tests for %s: %s", assignment, e)
+            self._checks = {}
+        self._secret = verdict.new_secret()
+        self._channel = KernelChannel(self._judge_execute)
+        self._ns = StudentNamespace(Session(self._channel), student_sources(nb))
+        self._probing = None
+        self._deadline = time.monotonic() + self.notebook_budget
+
+    def _judge(self, cell, index):
+        """The test cell's verdict, computed here from data the kernel returns."""
+        check = self._checks.get(cell.metadata.get("nbgrader", {}).get("grade_id", ""))
+        if check is None:
+            message = "no hidden test is registered for this cell (an instructor's error)"
+            self.log.error("%s: %s", self._name(cell, index), message)
+        elif self._left() <= 0:
+            message = self._budget_message()
+        else:
+            self._probing = index
+            try:
+                message = verdict.run_check(check, self._ns, self._secret)
+            finally:
+                self._probing = None
+        cell.outputs = verdict.outputs(message)
+        cell.execution_count = None
+        return cell, self.resources
+
+    def _judge_execute(self, code):
+        """Run one request of the judge in the kernel; its outputs (KernelFault when lost)."""
+        index = self._probing
+        if self._restarts > self.max_kernel_restarts:
+            raise KernelFault("the kernel died too often")
+        if self._left() <= 0:
+            raise KernelFault(self._budget_message())
+        keep = self.nb.cells[index]
+        probe = nbformat.v4.new_code_cell(code)
+        self._output_bytes[index] = 0
+        try:
+            self.execute_cell(probe, index, store_history=False)
+        except (DeadKernelError, CellTimeoutError) as e:
+            died = isinstance(e, DeadKernelError)
+            self._fault(keep, index, "kernel died under the judge" if died else "hung")
+            self._channel.reset()
+            self._restart(index)
+            raise KernelFault(
+                "the kernel died while your code was being called"
+                if died
+                else "your code did not stop when interrupted"
+            ) from None
+        finally:
+            self.nb.cells[index] = keep
+        return probe.outputs
+
+    def _left(self):
+        return self._deadline - time.monotonic()
+
+    def _budget_message(self):
+        return (
+            f"the notebook's time budget ({self.notebook_budget:.0f} s) was used up before this "
+            "cell; it was not run"
+        )
+
+    def _get_timeout(self, cell):
+        timeout = super()._get_timeout(cell)
+        left = max(self._left(), 1.0)
+        return left if timeout is None else min(timeout, left)
+
+    # ------------------------------------------------------------ the student's cells
+
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type != "code" or not cell.source.strip():
+        if cell.cell_type != "code":
+            return cell, resources
+        if is_test_cell(cell):
+            return self._judge(cell, index)
+        if not cell.source.strip():
             return cell, resources
         if self._restarts > self.max_kernel_restarts:
             cell.outputs = [_error("NotRun", "the kernel died too often; this cell was not run")]
+            return cell, resources
+        if self._left() <= 0:
+            if "budget" not in {f["fault"] for f in self._record["faults"]}:
+                self._fault(cell, index, "budget")
+            cell.outputs = [_error("NotRun", self._budget_message())]
             return cell, resources
         try:
             cell = self.execute_cell(cell, index, store_history=True)
@@ -422,6 +542,8 @@ class ResilientExecute(Execute):
         for i, cell in enumerate(self.nb.cells[:index]):
             if cell.cell_type != "code" or i in self._dead or not cell.source.strip():
                 continue
+            if is_test_cell(cell):
+                continue
             try:
                 self.wait_for_reply(self.kc.execute(cell.source, store_history=False))
             except (DeadKernelError, TimeoutError, CellTimeoutError):
@@ -433,13 +555,16 @@ class ResilientExecute(Execute):
         size = len(content.get("text", "")) + sum(
             len(str(v)) for v in content.get("data", {}).values()
         )
-        left = self.max_output_bytes - self._output_bytes[cell_index]
+        cap = self.max_reply_bytes if self._probing is not None else self.max_output_bytes
+        left = cap - self._output_bytes[cell_index]
         self._output_bytes[cell_index] += size
         if size <= left:
             return super().output(outs, msg, display_id, cell_index)
         if left > 0 and msg["msg_type"] == "stream":
             msg = {**msg, "content": {**content, "text": content["text"][:left]}}
             super().output(outs, msg, display_id, cell_index)
+        if self._probing is not None:
+            return None  # an answer too large for the judge: the check fails for want of one
         if cell_index not in self._truncated:
             self._truncated.add(cell_index)
             self._fault(self.nb.cells[cell_index], cell_index, "output truncated")

@@ -15,8 +15,9 @@ matplotlib figures embedded as PNG and tables beside them:
   notebook.
 
 Test results are read from the autograded notebooks (a test failed when its
-cell has an error output), so a test whose points were withheld for an
-integrity finding still counts as passed or failed on its own merits.
+cell has an error output, which only the judge writes), so a test whose
+points a grader changed for an integrity finding still counts as passed or
+failed on its own merits.
 """
 
 import base64

@@ -1,21 +1,21 @@
 """Source rules of the assignments, checked on the code a student wrote.
 
-Inside the grading kernel every function and class a student defines keeps a
-reference to the cell it came from (IPython registers each cell's text in
-``linecache``). The rules below parse those cells, and the cells of the
-student's own helpers that the answer calls, so a loop hidden in a helper
-counts as a loop.
+The judge reads them from the notebook's source, never from the kernel: the
+cells the student wrote are parsed, the answer's definition is found by its
+name, and so are the student's own helpers it refers to, so a loop hidden in a
+helper counts as a loop. Nothing the kernel says about its objects (names,
+code objects) is consulted.
 """
 
 import ast
-import builtins
-import linecache
-import types
+
+from IPython.core.inputtransformer2 import TransformerManager
 
 from attncourse.checks import fail
 
-_type = builtins.type
-_isinstance = builtins.isinstance
+_transform = TransformerManager().transform_cell
+_type = type
+_isinstance = isinstance
 
 LOOP_NODES = {
     ast.For: "a for loop",
@@ -37,84 +37,91 @@ FUSED_ATTENTION = (
 )
 
 
-def _code_objects(obj):
-    """Code objects of a function, or of every method of a class."""
-    if _isinstance(obj, types.FunctionType):
-        return [obj.__code__]
-    if _isinstance(obj, types.MethodType):
-        return [obj.__func__.__code__]
-    if _isinstance(obj, type):
-        codes = []
-        for value in vars(obj).values():
-            if _isinstance(value, (staticmethod, classmethod)):
-                value = value.__func__
-            if _isinstance(value, property):
-                value = value.fget
-            if _isinstance(value, types.FunctionType):
-                codes.append(value.__code__)
-        return codes
-    return []
+def _python(text):
+    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
+    try:
+        return ast.parse(_transform(text))
+    except (SyntaxError, ValueError):
+        return None
 
 
-def _is_cell_file(filename):
-    return not filename.startswith("<frozen") and "site-packages" not in filename
+def _statements(body):
+    """Top-level statements, looking into if/try/with blocks (not into functions or classes)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(node, field, None)
+            if inner and not isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            ):
+                yield from _statements(inner)
 
 
-def _cell_text(code):
-    lines = linecache.getlines(code.co_filename)
-    return "".join(lines) if lines and _is_cell_file(code.co_filename) else None
+def _bindings_of(sources):
+    """name -> nodes binding it at top level, and name -> nodes assigning ``name.attr``, in order."""
+    defs, attrs = {}, {}
+    for text in sources:
+        tree = _python(text)
+        if tree is None:
+            continue
+        for node in _statements(tree.body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs.setdefault(node.name, []).append(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for name in _target_names(target):
+                        defs.setdefault(name, []).append(node)
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                        attrs.setdefault(target.value.id, []).append(node)
+    return defs, attrs
 
 
-def reachable_definitions(obj, namespace):
-    """AST nodes defining ``obj`` and every student helper it refers to by a global name."""
-    nodes = []
-    seen = set()
-    todo = [obj]
+def _names_in(node):
+    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
+
+
+def _sources(namespace):
+    return getattr(namespace, "sources", namespace)
+
+
+def reachable_definitions(name, namespace):
+    """AST nodes of the student's code that define ``name`` and every helper it refers to.
+
+    Read from the notebook's source (``namespace.sources``: the cells the
+    student wrote), never from the kernel: the last top-level binding of each
+    name, assignments to its attributes (``MyMHA.forward = f``), and, through the
+    names they use, the student's own helpers, base classes and aliases. The
+    first node is the definition of ``name`` itself (an alias is followed).
+    """
+    defs, attrs = _bindings_of(_sources(namespace))
+    nodes, seen, todo = [], set(), [name]
     while todo:
-        item = todo.pop()
-        if id(item) in seen:
+        current = todo.pop(0)
+        if current in seen or current not in defs:
             continue
-        seen.add(id(item))
-        codes = _code_objects(item)
-        text = next((t for t in map(_cell_text, codes) if t is not None), None)
-        if text is None:
-            continue
-        node = _definition(ast.parse(text), item.__name__)
-        if node is not None:
-            nodes.append(node)
-        for code in codes:
-            for name in _names_used(code):
-                ref = namespace.get(name)
-                if _isinstance(ref, (types.FunctionType, type)):
-                    todo.append(ref)
-    if not nodes:
+        seen.add(current)
+        found = [defs[current][-1], *attrs.get(current, [])]
+        nodes.extend(found)
+        for node in found:
+            todo.extend(sorted(_names_in(node) - seen))
+    primary = [
+        n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
+    if not primary:
         fail(
-            f"could not find the source of {getattr(obj, '__name__', obj)!r}",
-            "a function or class defined in a notebook cell",
-            _type(obj).__name__,
+            f"could not find the definition of `{name}` in your cells",
+            f"`{name}` defined with def or class in a notebook cell",
+            "no such definition in the notebook's source",
+            "defining it through exec, type(...) or globals() hides it from the grader",
         )
-    return nodes
+    first = next((n for n in primary if n.name == name), primary[0])
+    return [first, *[n for n in nodes if n is not first]]
 
 
-def _names_used(code):
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if _isinstance(const, types.CodeType):
-            names |= _names_used(const)
-    return names
-
-
-def _definition(tree, name):
-    for node in ast.walk(tree):
-        if _isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-            if node.name == name:
-                return node
-    return None
-
-
-def assert_no_loops(obj, namespace, part):
+def assert_no_loops(name, namespace, part):
     """Fail if the answer, or a helper it calls, loops (for, while, comprehensions, generators)."""
-    for node in reachable_definitions(obj, namespace):
+    for node in reachable_definitions(name, namespace):
         for sub in ast.walk(node):
             kind = LOOP_NODES.get(_type(sub))
             if kind:
@@ -126,16 +133,18 @@ def assert_no_loops(obj, namespace, part):
                 )
 
 
-def assert_no_names(obj, namespace, part, names, reason):
+def assert_no_names(name, namespace, part, names, reason):
     """Fail if the answer or its helpers mention any of ``names`` (as a name or attribute)."""
     banned = set(names)
-    for node in reachable_definitions(obj, namespace):
+    for node in reachable_definitions(name, namespace):
         for sub in ast.walk(node):
             ident = None
             if _isinstance(sub, ast.Name):
                 ident = sub.id
             elif _isinstance(sub, ast.Attribute):
                 ident = sub.attr
+            elif _isinstance(sub, ast.Constant) and _isinstance(sub.value, str):
+                ident = sub.value  # getattr(F, "scaled_dot_product_attention")
             if ident in banned:
                 fail(
                     f"{part}: {reason}",
@@ -144,10 +153,10 @@ def assert_no_names(obj, namespace, part, names, reason):
                 )
 
 
-def assert_no_fused_attention(obj, namespace, part):
+def assert_no_fused_attention(name, namespace, part):
     """Fail if the answer hands the attention to a library module or fused kernel."""
     assert_no_names(
-        obj,
+        name,
         namespace,
         part,
         FUSED_ATTENTION,
@@ -155,10 +164,10 @@ def assert_no_fused_attention(obj, namespace, part):
     )
 
 
-def assert_no_torch(obj, namespace, part):
+def assert_no_torch(name, namespace, part):
     """Fail if the answer (numpy only) uses torch."""
     assert_no_names(
-        obj, namespace, part, ("torch", "nn"), "this part must use numpy only, not torch"
+        name, namespace, part, ("torch", "nn"), "this part must use numpy only, not torch"
     )
 
 
@@ -292,7 +301,7 @@ def _mutated_outputs(func_node, outputs):
                 yield owner.id, node.lineno
 
 
-def assert_one_statement_per_output(func, namespace, part, outputs, size_params=None):
+def assert_one_statement_per_output(name, namespace, part, outputs, size_params=None):
     """Fail unless each output of ``func`` is computed in a single statement.
 
     An output is assigned once (or written straight into the ``return``), is not
@@ -304,7 +313,7 @@ def assert_one_statement_per_output(func, namespace, part, outputs, size_params=
     by default an argument counts as a number unless the code indexes it, takes an
     attribute of it or multiplies it with ``@``.
     """
-    nodes = reachable_definitions(func, namespace)
+    nodes = reachable_definitions(name, namespace)
     node = nodes[0]
     rule = "a single assignment (or the expression in the return)"
     args = node.args

@@ -10,11 +10,14 @@ import contextlib
 import io
 from dataclasses import dataclass, field
 
-import nbformat
 from cellrun import run_cell
 
 from attncourse.autograde import autograde_submissions
-from attncourse.course import ROOT, notebook_path
+from attncourse.course import ROOT
+from attncourse.judge import verdict
+from attncourse.judge.channel import LocalChannel
+from attncourse.judge.remote import Session, StudentNamespace
+from attncourse.preprocessors import is_test_cell, student_sources
 from attncourse.submissions import grade_id, solution_submission
 
 
@@ -70,18 +73,6 @@ def packed_submissions(cases, groups):
     return out
 
 
-def test_cells(assignment):
-    """grade_id -> full source (visible and hidden tests) of every autograder test cell."""
-    nb = nbformat.read(notebook_path(ROOT, "source", assignment), as_version=4)
-    return {
-        grade_id(c): c.source
-        for c in nb.cells
-        if c.metadata.get("nbgrader", {}).get("grade")
-        and not c.metadata["nbgrader"].get("solution")
-        and c.cell_type == "code"
-    }
-
-
 # Read-only cells that only draw or print for the student; the test cells never read them.
 DISPLAY_ONLY = {
     "q2_figure",
@@ -95,30 +86,30 @@ DISPLAY_ONLY = {
 }
 
 
-def run_in_process(assignment, answers, tests):
-    """Run the solution with ``answers`` in this process; return {test: None or the error}.
+def run_in_process(assignment, answers, tests, secret=None):
+    """Run the solution with ``answers`` in this process; return {test: None or the failure}.
 
     The code cells run in order in one namespace (errors in non-test cells are
-    ignored, as when autograding), except the display-only cells; only the test
-    cells named in ``tests`` run, with their hidden part. The slow tests run
-    everything through nbgrader.
+    ignored, as when autograding), except the display-only cells; at each test
+    cell named in ``tests`` the judge runs its check, reaching the namespace
+    through the same request/reply encoding a kernel uses
+    (:class:`~attncourse.judge.channel.LocalChannel`). The slow tests grade the
+    same cases through nbgrader and sandboxed kernels.
     """
     nb = solution_submission(ROOT, assignment, answers)
-    sources = test_cells(assignment)
+    registry = verdict.checks_of(assignment)
+    secret = secret or verdict.new_secret()
     ns = {"__name__": "__main__"}
+    student = StudentNamespace(Session(LocalChannel(ns)), student_sources(nb))
     results = {}
     with contextlib.redirect_stdout(io.StringIO()):
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
             gid = grade_id(cell)
-            if gid in sources:
+            if is_test_cell(cell):
                 if gid in tests:
-                    try:
-                        run_cell(sources[gid], ns)
-                        results[gid] = None
-                    except Exception as error:  # noqa: BLE001 - any failure costs the points
-                        results[gid] = f"{type(error).__name__}: {error}"
+                    results[gid] = verdict.run_check(registry[gid], student, secret)
                 continue
             if gid not in DISPLAY_ONLY:
                 with contextlib.suppress(Exception):

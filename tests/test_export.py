@@ -24,12 +24,12 @@ def test_export_writes_nbgrader_csv_and_canvas_import_file(course):
     assert export_grades(course) == 0
     stock = {row["student_id"]: row for row in csv.DictReader(open(course / "grades.csv"))}
     assert stock["perfect"]["score"] == "3.0" and stock["perfect"]["max_score"] == "5.0"
-    assert stock["tamper"]["score"] == "2.0"  # double_test withheld
+    assert stock["tamper"]["score"] == "3.0"  # flagged for review, the judge's score stands
     header, points, *rows = read_csv(course / "canvas_grades.csv")
     assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "toy"]
     assert points == [POINTS_POSSIBLE, "", "", "", "", "5"]
     scores = {row[3]: row[5] for row in rows}
-    assert scores == {"blank": "0", "locked": "1", "perfect": "3", "tamper": "2", "wrong": "1"}
+    assert scores == {"blank": "0", "locked": "1", "perfect": "3", "tamper": "3", "wrong": "1"}
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """The integrity scan: every tampering pattern is found, no correct answer is accused.
 
 Unit tests scan in-memory notebooks (milliseconds); the slow test runs the
-scan and the withholding through the real ``nbgrader autograde`` with the
+scan and the flagging through the real ``nbgrader autograde`` with the
 course's config, on the toy assignment of ``toy_course``.
 """
 
@@ -206,9 +206,9 @@ def test_every_answer_cell_of_the_course_is_scanned(assignment):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("toy_course")
-def test_autograde_withholds_the_part_and_comments_why(graded_toy):
+def test_autograde_flags_the_part_for_review_and_comments_why(graded_toy):
     scores = cell_scores(graded_toy, toy_course.ASSIGNMENT)
-    assert scores["tamper"]["double_test"] == (0.0, 1.0, True)
+    assert scores["tamper"]["double_test"] == (1.0, 1.0, True)  # the judge's score stands
     assert scores["tamper"]["scale_test"] == (2.0, 2.0, False)
     assert scores["locked"]["scale_test"] == (0.0, 2.0, True)
     assert scores["perfect"]["double_test"] == (1.0, 1.0, False)

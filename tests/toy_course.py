@@ -1,8 +1,10 @@
 """A two-part toy assignment for the tests of the grading plugins (integrity, feedback, export, report).
 
 It has what every course notebook has — a locked setup cell with the allowed
-imports, code answer cells each followed by a test cell whose hidden part uses
-``attncourse.checks``, and a manually graded written answer with a mark scheme —
+imports, code answer cells each followed by a test cell judged outside the kernel
+(its checks, ``TOY_CHECKS``, live in the scratch course as ``toy_checks.py``, named
+by ``c.ResilientExecute.checks_modules``), and a manually graded written answer
+with a mark scheme —
 and it autogrades in seconds, so the plugins can be tested through the real
 ``nbgrader autograde``/``generate_feedback``/``export`` without waiting for the
 course's own assignments.
@@ -28,18 +30,7 @@ SCALE_SOLUTION = '''def scale(x, d):
     ### END SOLUTION'''
 
 SCALE_TEST = '''"""scale divides the scores by sqrt(d)."""
-assert scale(np.ones(4), 4).shape == (4,)
-### BEGIN HIDDEN TESTS
-from attncourse.checks import check_close
-
-error = check_close(
-    "scale(x, 9)",
-    torch.as_tensor(scale(np.full(3, 6.0), 9)),
-    torch.full((3,), 2.0, dtype=torch.float64),
-    1e-12,
-    mistakes={"divides by d instead of sqrt(d)": torch.full((3,), 6.0 / 9, dtype=torch.float64)},
-)
-### END HIDDEN TESTS'''
+assert scale(np.ones(4), 4).shape == (4,)'''
 
 DOUBLE_SOLUTION = '''def double(x):
     """Twice x."""
@@ -48,13 +39,43 @@ DOUBLE_SOLUTION = '''def double(x):
     ### END SOLUTION'''
 
 DOUBLE_TEST = '''"""double doubles."""
-assert double(1) is not None
-### BEGIN HIDDEN TESTS
-from attncourse.checks import fail
+assert double(1) is not None'''
 
-if double(21) != 42:
-    fail("double(21)", 42, double(21), "returned x instead of 2 * x")
-### END HIDDEN TESTS'''
+# The toy's hidden tests, judged in the grader's process (written into the scratch course).
+TOY_CHECKS = '''"""Hidden tests of the toy assignment."""
+import numpy as np
+import torch
+
+from attncourse.checks import answer, call, check_close, describe, fail
+
+
+def check_scale(ns):
+    scale = answer(ns, "scale", "scale")
+    check_close(
+        "scale(x, 9)",
+        call(scale, (np.full(3, 6.0), 9), "scale(x, 9)"),
+        torch.full((3,), 2.0, dtype=torch.float64),
+        1e-12,
+        mistakes={"divides by d instead of sqrt(d)": torch.full((3,), 6.0 / 9, dtype=torch.float64)},
+    )
+
+
+def check_double(ns):
+    got = call(answer(ns, "double", "double"), (21,), "double(21)")
+    if type(got) not in (int, float) or got != 42:
+        fail("double(21)", 42, describe(got), "returned x instead of 2 * x")
+
+
+CHECKS = {"scale_test": check_scale, "double_test": check_double}
+'''
+
+CONFIG = """
+# The toy assignment's checks live in this scratch course (tests/toy_course.py).
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+c.ResilientExecute.checks_modules = {"toy": "toy_checks"}
+"""
 
 WHY_SOLUTION = """Why divide by sqrt(d)?
 
@@ -103,6 +124,9 @@ def make_course(dest):
         shutil.rmtree(dest)
     (dest / "source" / ASSIGNMENT).mkdir(parents=True)
     shutil.copy2(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
+    with open(dest / "nbgrader_config.py", "a") as config:
+        config.write(CONFIG)
+    (dest / "toy_checks.py").write_text(TOY_CHECKS)
     nbformat.write(source_notebook(), dest / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
     nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=dest, quiet=True)
     return dest

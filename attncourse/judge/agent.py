@@ -1,0 +1,228 @@
+"""The kernel side of the judge: the only grading code that ever runs in a student's kernel.
+
+The judge sends this file's text to the kernel after the student's cells have
+run and then talks to :func:`serve` one request at a time. It holds no
+reference, no threshold and no seed: a request names an operation on the
+student's objects (look a name up, get an attribute, call), carries its
+arguments as plain data, and the reply carries plain data back — numbers,
+strings, tuples, lists and arrays as ``.npy`` bytes — or an opaque handle for
+any other object (a class, a model), which the judge may pass back in a later
+request. Nothing in a reply is trusted: the student's code may rewrite this
+agent, forge replies or lie about its objects, and the judge still believes
+nothing but the data, which it checks against its own references.
+
+The module has no imports from ``attncourse`` so that it can run as text in
+the kernel; :func:`make_server` is also used in-process by the fast tests.
+"""
+
+import base64
+import builtins
+import contextlib
+import io
+import json
+
+import numpy
+import torch
+
+MIME = "application/x-attncourse-reply+json"
+MAX_ITEMS = 10_000  # items in one returned tuple, list or dict
+MAX_DEPTH = 8
+MAX_TEXT = 100_000  # characters of a returned string or of captured output
+DATA_TYPES = (bool, int, float, str, type(None))
+TENSORS = (torch.Tensor, torch.nn.Parameter)
+FLOAT_LIKE = (torch.bfloat16, torch.float16)
+
+
+def _array(value, lib):
+    """An array as {"t": "array", ...} with its .npy bytes, or a refusal that says why."""
+    cls = f"{type(value).__module__}.{type(value).__qualname__}"
+    if lib == "torch":
+        if type(value) not in TENSORS:
+            return {"t": "refused", "cls": cls, "why": "a subclass of torch.Tensor"}
+        with torch._C.DisableTorchFunctionSubclass():
+            detached = value.detach()
+            dtype, device = str(detached.dtype).removeprefix("torch."), str(detached.device)
+            if detached.is_complex() or detached.is_quantized or detached.is_sparse:
+                return {"t": "refused", "cls": cls, "why": f"a {dtype} tensor", "dtype": dtype}
+            if detached.dtype in FLOAT_LIKE:
+                detached = detached.float()
+            data = detached.cpu().contiguous().numpy()
+    else:
+        if type(value) is not numpy.ndarray:
+            return {"t": "refused", "cls": cls, "why": "a subclass of numpy.ndarray"}
+        dtype, device, data = str(value.dtype), "cpu", value
+        if data.dtype.kind not in "biuf":
+            return {"t": "refused", "cls": cls, "why": f"an array of dtype {dtype}"}
+    buffer = io.BytesIO()
+    numpy.save(buffer, numpy.ascontiguousarray(data), allow_pickle=False)
+    return {
+        "t": "array",
+        "lib": lib,
+        "cls": cls,
+        "dtype": dtype,
+        "device": device,
+        "npy": base64.b64encode(buffer.getvalue()).decode("ascii"),
+    }
+
+
+class _Server:
+    """Answers the judge's requests about the objects in ``namespace``."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
+        self.handles = []
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    # ------------------------------------------------------------- plain data out
+
+    def encode(self, value, depth=0):
+        if value is None:
+            return {"t": "none"}
+        if type(value) is float:
+            return {"t": "float", "v": repr(value)}
+        if type(value) in DATA_TYPES:
+            return {
+                "t": type(value).__name__,
+                "v": value[:MAX_TEXT] if type(value) is str else value,
+            }
+        if isinstance(value, numpy.generic) and type(value).__module__ == "numpy":
+            kind = value.dtype.kind
+            if kind in "iu":
+                return {"t": "int", "v": int(value), "cls": f"numpy.{type(value).__name__}"}
+            if kind == "f":
+                return {
+                    "t": "float",
+                    "v": repr(float(value)),
+                    "cls": f"numpy.{type(value).__name__}",
+                }
+            if kind == "b":
+                return {"t": "bool", "v": bool(value), "cls": "numpy.bool"}
+        if type(value) is torch.Size:
+            return {
+                "t": "tuple",
+                "items": [{"t": "int", "v": int(n)} for n in value],
+                "cls": "torch.Size",
+            }
+        if isinstance(value, torch.Tensor):
+            return _array(value, "torch")
+        if isinstance(value, numpy.ndarray):
+            return _array(value, "numpy")
+        if type(value) in (tuple, list) and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
+            return {"t": type(value).__name__, "items": [self.encode(v, depth + 1) for v in value]}
+        if type(value) is dict and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
+            if all(type(k) is str for k in value):
+                return {
+                    "t": "dict",
+                    "items": {k: self.encode(v, depth + 1) for k, v in value.items()},
+                }
+        return self.handle(value)
+
+    def handle(self, value):
+        self.handles.append(value)
+        kind = type(value)
+        return {
+            "t": "handle",
+            "id": len(self.handles) - 1,
+            "cls": f"{kind.__module__}.{kind.__qualname__}",
+            "name": str(getattr(value, "__name__", ""))[:200]
+            if isinstance(value, type) or callable(value)
+            else "",
+            "callable": callable(value),
+        }
+
+    # ---------------------------------------------------------------- plain data in
+
+    def decode(self, item):
+        t = item["t"]
+        if t in ("none", "bool", "int", "str"):
+            return item.get("v")
+        if t == "float":
+            return float(item["v"])
+        if t in ("tuple", "list"):
+            items = [self.decode(v) for v in item["items"]]
+            return tuple(items) if t == "tuple" else items
+        if t == "dict":
+            return {k: self.decode(v) for k, v in item["items"].items()}
+        if t == "handle":
+            return self.handles[item["id"]]
+        if t == "array":
+            data = numpy.load(io.BytesIO(base64.b64decode(item["npy"])), allow_pickle=False)
+            if item["lib"] == "numpy":
+                return data
+            tensor = torch.from_numpy(data.copy())
+            return tensor.to(self.device) if item.get("device") == "grading" else tensor
+        if t == "device":
+            return self.device
+        raise ValueError(f"unknown item {t!r}")
+
+    # ------------------------------------------------------------------ operations
+
+    def run(self, request):
+        op = request["op"]
+        if op == "hello":
+            return {"device": str(self.device)}
+        if op == "get":
+            name = request["name"]
+            if name not in self.namespace:
+                return {"missing": True}
+            return {"value": self.encode(self.namespace[name])}
+        if op == "getattr":
+            obj = self.decode(request["obj"])
+            try:
+                value = getattr(obj, request["name"])
+            except AttributeError:
+                return {"missing": True}
+            return {"value": self.handle(value) if request.get("ref") else self.encode(value)}
+        if op == "isinstance":
+            obj = self.decode(request["obj"])
+            kinds = {"module": torch.nn.Module, "linear": torch.nn.Linear, "type": type}
+            other = kinds.get(request["kind"]) or self.decode(request["kind"])
+            return {"value": {"t": "bool", "v": isinstance(obj, other)}}
+        if op == "call":
+            func = self.decode(request["func"])
+            args = [self.decode(a) for a in request["args"]]
+            kwargs = {k: self.decode(v) for k, v in request.get("kwargs", {}).items()}
+            out = io.StringIO()
+            grad = torch.no_grad() if request.get("no_grad") else contextlib.nullcontext()
+            with contextlib.redirect_stdout(out), grad:
+                value = func(*args, **kwargs)
+            reply = {"value": self.handle(value) if request.get("ref") else self.encode(value)}
+            if request.get("stdout"):
+                reply["stdout"] = out.getvalue()[:MAX_TEXT]
+            return reply
+        raise ValueError(f"unknown operation {op!r}")
+
+    def serve(self, text):
+        """Answer one JSON request; any exception of the student's code is reported as data."""
+        request = json.loads(text)
+        try:
+            reply = self.run(request)
+        except BaseException as error:  # noqa: BLE001 - the student's error is the answer
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            reply = {
+                "raised": {
+                    "type": type(error).__name__,
+                    "message": str(error)[:2000],
+                }
+            }
+        reply["seq"] = request.get("seq")
+        return json.dumps(reply)
+
+
+def make_server(namespace):
+    """A request handler over ``namespace`` (the notebook's globals): text in, text out."""
+    return _Server(namespace).serve
+
+
+def install(namespace, name):
+    """Kernel bootstrap: bind ``name`` to a function that answers a request as display data."""
+    from IPython.display import publish_display_data
+
+    serve = make_server(namespace)
+
+    def answer(text):
+        publish_display_data({MIME: serve(text)})
+
+    namespace[name] = answer
+    return builtins.id(answer)

@@ -1,0 +1,171 @@
+"""The judge's view of a student's notebook: names, objects and calls, answered as data.
+
+A check receives a :class:`StudentNamespace` and uses it much like the
+notebook's ``globals()``: ``"MyMHA" in ns``, ``ns["MyMHA"]``. What comes back is
+plain data (see :mod:`attncourse.judge.wire`) or a :class:`Remote`, a handle to
+an object that stays in the kernel: calling it or reading an attribute is a
+request to the kernel, and the answer is again data or a handle. The student's
+objects themselves never enter the judge's process.
+"""
+
+import itertools
+import json
+
+from attncourse.judge import wire
+from attncourse.judge.agent import MIME  # noqa: F401 - re-exported for the channel
+
+
+class KernelFault(Exception):
+    """No usable answer from the kernel: it died, hung, or sent something that is not a reply."""
+
+
+class StudentRaised(Exception):
+    """The student's code raised while the judge called it (reported by the kernel as data)."""
+
+    def __init__(self, kind, message):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class Session:
+    """Requests to one kernel through ``channel`` (text in, reply text out)."""
+
+    def __init__(self, channel):
+        self.channel = channel
+        self._seq = itertools.count()
+        self._remotes = {}
+
+    def request(self, op, **fields):
+        seq = next(self._seq)
+        text = self.channel.send(json.dumps({"op": op, "seq": seq, **fields}))
+        try:
+            reply = json.loads(text)
+        except (TypeError, ValueError):
+            raise KernelFault("the kernel's answer was not readable") from None
+        if type(reply) is not dict or reply.get("seq") != seq:
+            raise KernelFault("the kernel answered a different request")
+        raised = reply.get("raised")
+        if raised is not None:
+            if type(raised) is not dict:
+                raise KernelFault("the kernel's answer was not readable")
+            raise StudentRaised(str(raised.get("type"))[:100], str(raised.get("message"))[:2000])
+        return reply
+
+    def value(self, reply):
+        try:
+            return wire.decode(reply.get("value"), self._remote)
+        except wire.ReplyError as error:
+            raise KernelFault(f"the kernel's answer was not plain data ({error})") from None
+
+    def _remote(self, item):
+        remote = Remote(self, item["id"], item.get("cls"), item.get("name"), item.get("callable"))
+        self._remotes[id(remote)] = remote
+        return remote
+
+    def encode(self, value):
+        def handle_id(obj):
+            return obj._id if isinstance(obj, Remote) and obj._session is self else None
+
+        return wire.encode(value, handle_id)
+
+
+class Remote:
+    """An object that lives in the kernel. ``cls`` and ``__name__`` are what the kernel says."""
+
+    def __init__(self, session, handle, cls, name, is_callable):
+        self._session = session
+        self._id = handle
+        self.cls = str(cls)[:200]
+        self._name = str(name or "")[:200]
+        self._callable = bool(is_callable)
+
+    @property
+    def __name__(self):
+        return self._name or self.cls.rsplit(".", 1)[-1]
+
+    def __repr__(self):
+        return f"<{self.cls} in the kernel>"
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self.attr(name)
+
+    def attr(self, name, ref=False):
+        """Attribute ``name`` of the object (AttributeError when it has none)."""
+        session = self._session
+        reply = session.request("getattr", obj=session.encode(self), name=name, ref=ref)
+        if reply.get("missing"):
+            raise AttributeError(name)
+        return session.value(reply)
+
+    def __call__(self, *args, **kwargs):
+        return self.call(*args, **kwargs)
+
+    def call(self, *args, no_grad=False, stdout=False, ref=False, **kwargs):
+        """Call the object; with ``stdout`` return ``(value, printed text)``."""
+        session = self._session
+        reply = session.request(
+            "call",
+            func=session.encode(self),
+            args=[session.encode(a) for a in args],
+            kwargs={k: session.encode(v) for k, v in kwargs.items()},
+            no_grad=no_grad,
+            stdout=stdout,
+            ref=ref,
+        )
+        value = session.value(reply)
+        if stdout:
+            text = reply.get("stdout")
+            return value, text[: wire.MAX_TEXT] if type(text) is str else ""
+        return value
+
+    def is_a(self, kind):
+        """The kernel's word on ``isinstance(obj, kind)``, kind "module", "linear" or a Remote class."""
+        session = self._session
+        target = kind if isinstance(kind, str) else session.encode(kind)
+        reply = session.request("isinstance", obj=session.encode(self), kind=target)
+        return session.value(reply) is True
+
+
+class StudentNamespace:
+    """The notebook's globals as the judge sees them, plus the student's source.
+
+    ``sources`` holds the text of every code cell the student wrote (answer
+    cells and cells they added, never the course's own cells), for the source
+    rules; ``device`` stands for the kernel's grading device in arguments.
+    """
+
+    device = wire.DeviceMarker()
+
+    def __init__(self, session, sources=()):
+        self._session = session
+        self.sources = list(sources)
+
+    def _get(self, name):
+        reply = self._session.request("get", name=name)
+        if reply.get("missing"):
+            raise KeyError(name)
+        return self._session.value(reply)
+
+    def __getitem__(self, name):
+        return self._get(name)
+
+    def __contains__(self, name):
+        try:
+            self._get(name)
+        except KeyError:
+            return False
+        return True
+
+    def get(self, name, default=None):
+        try:
+            return self._get(name)
+        except KeyError:
+            return default
+
+    @staticmethod
+    def on_device(tensor):
+        """``tensor`` as an argument placed on the kernel's grading device."""
+        return wire.Grading(tensor)

@@ -1,0 +1,71 @@
+"""Run one hidden test in the judge and turn its outcome into the test cell's outputs.
+
+The outcome is written as nbgrader reads it (an ``error`` output fails the
+cell, none passes), so ``SaveAutoGrades``, feedback and formgrader show the
+judge's verdict. Only the judge writes a test cell's outputs.
+"""
+
+import importlib
+import logging
+import secrets
+
+import nbformat
+
+from attncourse import checks
+from attncourse.judge.remote import KernelFault, StudentRaised
+
+log = logging.getLogger(__name__)
+
+
+def checks_of(assignment, module=None):
+    """grade_id -> check function of ``assignment``: ``CHECKS`` of ``module``, by default
+    ``attncourse.grading.<assignment>`` (an assignment's grading module is found by its name)."""
+    return importlib.import_module(module or f"attncourse.grading.{assignment}").CHECKS
+
+
+def new_secret():
+    """A fresh per-run secret: every hidden input is drawn from it, nothing precomputed matches."""
+    return secrets.token_hex(16)
+
+
+def run_check(check, ns, secret):
+    """None when ``check(ns)`` passes, else the failure message (expected, got, likely cause)."""
+    try:
+        with checks.secret_scope(secret):
+            check(ns)
+    except checks.GradingError as error:
+        return str(error)
+    except StudentRaised as error:
+        return f"your code raised {error.kind} while it was being checked: {error.message}"
+    except KernelFault as error:
+        return f"the check could not be completed: {error}"
+    except AssertionError as error:
+        return str(error) or "the check failed"
+    except Exception as error:  # noqa: BLE001 - a check that cannot read the answer fails it
+        log.warning(
+            "check %s could not judge the answer: %r", getattr(check, "__name__", check), error
+        )
+        return (
+            "the answer could not be checked "
+            f"({type(error).__name__}: {str(error)[:300]}); "
+            "likely cause: it returned something of an unexpected kind"
+        )
+    return None
+
+
+def outputs(message):
+    """nbformat outputs for a verdict: nothing for a pass, one GradingError for a failure."""
+    if message is None:
+        return [
+            nbformat.v4.new_output(
+                "display_data", data={"text/plain": "passed (checked by the grader)"}
+            )
+        ]
+    return [
+        nbformat.v4.new_output(
+            "error",
+            ename="GradingError",
+            evalue=message,
+            traceback=[f"\x1b[0;31mGradingError\x1b[0m: {message}"],
+        )
+    ]

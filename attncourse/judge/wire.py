@@ -1,0 +1,150 @@
+"""What crosses between the judge and a kernel: plain data only, checked on arrival.
+
+:func:`encode` turns the judge's arguments (numbers, strings, tuples, tensors,
+handles the kernel gave earlier) into JSON for :mod:`attncourse.judge.agent`.
+:func:`decode` turns a reply back into plain judge-side values and refuses
+anything else: arrays are read from ``.npy`` bytes with ``allow_pickle=False``
+into fresh tensors or arrays of a numeric dtype, nothing in a reply becomes an
+object with behaviour of the student's choosing, and sizes are bounded.
+"""
+
+import base64
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+MAX_ARRAY_BYTES = 256 * 2**20
+MAX_ITEMS = 10_000
+MAX_DEPTH = 8
+MAX_TEXT = 100_000
+
+
+class ReplyError(Exception):
+    """A reply that is not well-formed plain data (the kernel, or the student's code, sent junk)."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A value the kernel returned that is not plain data (a tensor subclass, a complex array...)."""
+
+    cls: str
+    why: str
+
+    def describe(self):
+        return f"{self.cls} ({self.why})"
+
+
+@dataclass(frozen=True)
+class Grading:
+    """An argument to put on the kernel's grading device (CUDA when it has one, else the CPU)."""
+
+    tensor: torch.Tensor
+
+
+@dataclass(frozen=True)
+class DeviceMarker:
+    """Stands for the kernel's grading device as an argument (``model.to(ns.device)``)."""
+
+
+def _npy(array):
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def encode(value, handle_id=None):
+    """JSON-able form of a judge-side argument. ``handle_id(value)`` gives a Remote's id."""
+    if value is None:
+        return {"t": "none"}
+    if type(value) is bool:
+        return {"t": "bool", "v": value}
+    if type(value) is int:
+        return {"t": "int", "v": value}
+    if type(value) is float:
+        return {"t": "float", "v": repr(value)}
+    if type(value) is str:
+        return {"t": "str", "v": value}
+    if isinstance(value, DeviceMarker):
+        return {"t": "device"}
+    if isinstance(value, Grading):
+        return {**encode(value.tensor), "device": "grading"}
+    if isinstance(value, torch.Tensor):
+        return {"t": "array", "lib": "torch", "npy": _npy(value.detach().cpu().numpy())}
+    if isinstance(value, np.ndarray):
+        return {"t": "array", "lib": "numpy", "npy": _npy(value)}
+    if type(value) in (tuple, list):
+        return {"t": type(value).__name__, "items": [encode(v, handle_id) for v in value]}
+    if type(value) is dict:
+        return {"t": "dict", "items": {str(k): encode(v, handle_id) for k, v in value.items()}}
+    if handle_id is not None:
+        found = handle_id(value)
+        if found is not None:
+            return {"t": "handle", "id": found}
+    raise TypeError(f"cannot send a {type(value).__name__} to the kernel")
+
+
+def _need(cond, what):
+    if not cond:
+        raise ReplyError(what)
+
+
+def _array(item):
+    text = item.get("npy")
+    _need(type(text) is str and len(text) <= MAX_ARRAY_BYTES * 4 // 3 + 4, "array too large")
+    try:
+        data = np.load(io.BytesIO(base64.b64decode(text, validate=True)), allow_pickle=False)
+    except Exception as error:  # noqa: BLE001 - any malformed .npy is junk
+        raise ReplyError(f"unreadable array: {type(error).__name__}") from None
+    _need(type(data) is np.ndarray and data.dtype.kind in "biuf", "array of a non-numeric dtype")
+    _need(data.dtype.byteorder in "=|<" or data.dtype.itemsize == 1, "array of foreign byte order")
+    if item.get("lib") == "numpy":
+        return data.copy()
+    _need(item.get("lib") == "torch", "array of unknown kind")
+    tensor = torch.from_numpy(data.copy())
+    dtype = item.get("dtype")
+    if dtype in ("bfloat16", "float16"):
+        tensor = tensor.to(getattr(torch, dtype))
+    return tensor
+
+
+def decode(item, make_remote, depth=0):
+    """Plain judge-side value of a reply item; ``make_remote(item)`` builds a handle's proxy."""
+    _need(type(item) is dict and depth <= MAX_DEPTH, "malformed reply")
+    t = item.get("t")
+    v = item.get("v")
+    if t == "none":
+        return None
+    if t == "bool":
+        _need(type(v) is bool, "malformed bool")
+        return v
+    if t == "int":
+        _need(type(v) is int and abs(v) < 2**63, "malformed int")
+        return v
+    if t == "float":
+        _need(type(v) in (str, int, float), "malformed float")
+        try:
+            return float(v)
+        except ValueError:
+            raise ReplyError("malformed float") from None
+    if t == "str":
+        _need(type(v) is str and len(v) <= MAX_TEXT, "malformed string")
+        return v
+    if t in ("tuple", "list"):
+        items = item.get("items")
+        _need(type(items) is list and len(items) <= MAX_ITEMS, "malformed sequence")
+        out = [decode(x, make_remote, depth + 1) for x in items]
+        return tuple(out) if t == "tuple" else out
+    if t == "dict":
+        items = item.get("items")
+        _need(type(items) is dict and len(items) <= MAX_ITEMS, "malformed dict")
+        return {str(k): decode(x, make_remote, depth + 1) for k, x in items.items()}
+    if t == "array":
+        return _array(item)
+    if t == "refused":
+        return Refused(str(item.get("cls"))[:200], str(item.get("why"))[:200])
+    if t == "handle":
+        _need(type(item.get("id")) is int, "malformed handle")
+        return make_remote(item)
+    raise ReplyError(f"unknown reply item {str(t)[:40]!r}")

@@ -1,0 +1,116 @@
+"""Every attack in ``attacks.py``, graded for real, gains nothing over its honest control.
+
+One run of ``nbgrader autograde`` (the course's config, sandboxed kernels, the
+judge) grades each attack as a student of its own beside the two controls: the
+blank release and the same wrong answers without the trick. Then feedback is
+generated. For each attack: no test cell scores more than in its control,
+nothing of the hidden tests (a line of the grading module) appears in its
+autograded notebook or its feedback, no active content survives in its outputs,
+and no file it tried to write outside the sandbox exists.
+"""
+
+import functools
+from pathlib import Path
+
+import nbformat
+import pytest
+from attacks import ATTACKS, OUTSIDE, WRONG
+
+from attncourse.autograde import prepare
+from attncourse.course import ROOT, nbgrader, notebook_path
+from attncourse.gradebook import cell_scores
+from attncourse.submissions import fill, write_submission
+
+ASSIGNMENT = "attention_variants"
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attacks")]
+
+# Small limits for this run: a hanging call costs 10 s, a notebook 60 s in all.
+LIMITS = """
+c.Execute.timeout = 10
+c.ResilientExecute.notebook_budget = 60
+"""
+ACTIVE = ("text/html", "application/javascript", "text/javascript", "image/svg+xml")
+
+
+def release():
+    return nbformat.read(notebook_path(ROOT, "release", ASSIGNMENT), as_version=4)
+
+
+def submission(attack):
+    nb = fill(release(), attack.answers)
+    if attack.code:
+        nb.cells.insert(1, nbformat.v4.new_code_cell(attack.cell()))
+    return nb
+
+
+def hidden_lines():
+    """Lines of the grading module that no student file contains (what must never leak)."""
+    public = notebook_path(ROOT, "release", ASSIGNMENT).read_text()
+    lines = set()
+    for module in ("attncourse/grading/attention_variants.py", "attncourse/checks.py"):
+        for line in (ROOT / module).read_text().splitlines():
+            line = line.strip()
+            if len(line) >= 30 and line not in public and not line.startswith(("#", '"""')):
+                lines.add(line)
+    return lines
+
+
+@functools.cache
+def graded(base):
+    course = prepare(Path(base) / "attacks", [ASSIGNMENT])
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write(LIMITS)
+    write_submission(course, "control_blank", ASSIGNMENT, release())
+    write_submission(course, "control_wrong", ASSIGNMENT, fill(release(), WRONG))
+    for attack in ATTACKS:
+        write_submission(course, attack.name, ASSIGNMENT, submission(attack))
+    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, check=False, quiet=True)
+    nbgrader("generate_feedback", ASSIGNMENT, "--force", cwd=course, check=False, quiet=True)
+    return course, cell_scores(course, ASSIGNMENT)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return graded(str(tmp_path_factory.getbasetemp()))
+
+
+def test_controls_score_what_they_should(run):
+    _, scores = run
+    assert sum(s for s, _, _ in scores["control_blank"].values()) == 0
+    wrong = scores["control_wrong"]
+    for gid in ("p1_head_shapes_test", "p3_softmax_argument_values_test", "p6_tilde_rank_test"):
+        assert wrong[gid][0] == 0, (gid, wrong[gid])
+    assert wrong["p3_softmax_argument_shape_test"][0] == wrong["p3_softmax_argument_shape_test"][1]
+
+
+def test_there_are_at_least_25_attacks():
+    assert len({a.name for a in ATTACKS}) == len(ATTACKS) >= 25
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
+def test_attack_gains_nothing_leaks_nothing_writes_nothing(run, attack):
+    course, scores = run
+    got, control = scores[attack.name], scores[f"control_{attack.control}"]
+    gains = {g: (got[g][0], control[g][0]) for g in got if got[g][0] > control[g][0]}
+    assert not gains, f"{attack.name} scored above its control (got, control): {gains}"
+
+    autograded = notebook_path(course, "autograded", ASSIGNMENT, attack.name)
+    feedback = course / "feedback" / attack.name / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    assert feedback.exists(), f"{attack.name}: no feedback was generated"
+    texts = [autograded.read_text(), feedback.read_text()]
+    leaked = [line for line in hidden_lines() if any(line in t for t in texts)]
+    assert not leaked, f"{attack.name} leaked hidden-test lines: {leaked[:5]}"
+
+    nb = nbformat.read(autograded, as_version=4)
+    active = [
+        (i, mime)
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        for mime in out.get("data", {})
+        if mime in ACTIVE
+    ]
+    assert not active, f"{attack.name}: active content kept in outputs {active}"
+
+    written = [p.format(name=attack.name) for p in OUTSIDE]
+    assert not [p for p in written if Path(p).exists()], f"{attack.name} wrote outside"
