@@ -5,9 +5,83 @@ The exchange is a directory that instructors and students both reach
 a shared directory such as ``/srv/nbgrader/exchange`` on a JupyterHub).
 Students use the stock commands, or the Assignments tab of JupyterLab:
 ``nbgrader fetch_assignment``, ``nbgrader submit``, ``nbgrader fetch_feedback``.
+
+Students write their inbound folder themselves, symlinks included, and name it
+``<student>+<assignment>+<time>``; ``nbgrader collect`` is therefore
+:class:`PlainFilesCollect` (``c.ExchangeFactory.collect``), which copies regular
+files and folders only, never follows a link, and refuses a student id that
+formgrader could not show as plain text (its page writes the id into HTML unescaped).
 """
 
+import os
+import re
+
+from nbgrader.exchange.default import ExchangeCollect
+from nbgrader.utils import ignore_patterns
+
 from attncourse.course import ROOT, nbgrader
+from attncourse.plainfiles import WHY, RefusedFolder, copy_plain_tree
+
+# Student ids as hubs and LMSs make them; anything else (<, >, quotes, spaces) is refused.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]*")
+
+
+class PlainFilesCollect(ExchangeCollect):
+    """``nbgrader collect`` that copies a submission's regular files and folders and refuses,
+    with the reason in the log, every symlink, FIFO, socket or device in it (never followed).
+
+    A submission folder that is itself a symlink is not collected at all, nor one whose
+    student id is not a plain id (:data:`STUDENT_ID`).
+    """
+
+    def init_src(self):
+        super().init_src()
+        kept = []
+        for record in self.src_records:
+            if STUDENT_ID.fullmatch(record["username"]):
+                kept.append(record)
+            else:
+                self.log.error(
+                    "Refused the whole submission %s: student id %r is not a plain id "
+                    "(letters, digits, . _ @ + -); formgrader would write it into its pages as HTML",
+                    record["filename"],
+                    record["username"],
+                )
+        self.src_records = kept
+
+    def do_copy(self, src, dest, log=None):
+        size = self.get_size(src)  # nbgrader's check: links are not counted, nothing is read
+        if size > 1000 * self.coursedir.max_dir_size:
+            raise RuntimeError(
+                f"Directory size is too big. Size is {size}, maximum size is "
+                f"{1000 * self.coursedir.max_dir_size}"
+            )
+        ignore = ignore_patterns(
+            exclude=self.coursedir.ignore,
+            include=self.coursedir.include,
+            max_file_size=self.coursedir.max_file_size,
+            log=self.log,
+        )
+        try:
+            refused = copy_plain_tree(src, dest, ignore=ignore)
+        except RefusedFolder as e:
+            self.log.error("Refused the whole submission %s: %s; not collected", src, e.strerror)
+            return
+        for entry in refused:
+            self.log.warning("Refused %s/%s: %s; not collected, never followed", src, entry, WHY)
+        if self.coursedir.groupshared:
+            self._share(dest)
+
+    def _share(self, dest):
+        """What nbgrader's copy does under ``groupshared``: folders ug+rwx, files ug+rw."""
+        for dirname, _, filenames in os.walk(dest):
+            paths = [(dirname, 0o2770, 0o2777)]
+            paths += [(os.path.join(dirname, name), 0o660, 0o777) for name in filenames]
+            for path, add, mask in paths:
+                try:
+                    os.chmod(path, (os.lstat(path).st_mode | add) & mask)
+                except PermissionError:
+                    self.log.warning("Could not make %s groupshared", path)
 
 
 def publish(assignment, course=ROOT):

@@ -14,12 +14,21 @@ reads the student from each file name:
 
 A roster CSV maps LMS ids to the course's student ids. Every file that is not
 collected is reported with the reason.
+
+Only regular files are collected. :func:`clean_archive` copies the download into
+nbgrader's archive folder without the members nbgrader must not extract
+(symlinks and other special entries, absolute names, names with ``..``, and
+archives inside it that hold any of those or cannot be extracted), and
+:func:`plan` refuses whatever on disk is not a regular file, never following it.
 """
 
 import csv
+import io
 import os
 import re
 import shutil
+import stat
+import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +39,7 @@ from nbgrader.utils import find_all_files, find_all_notebooks
 from traitlets import Unicode
 
 from attncourse.course import ROOT, nbgrader
+from attncourse.plainfiles import WHY, describe, kind_of
 
 PATTERNS = {
     "moodle": re.compile(
@@ -43,6 +53,8 @@ PATTERNS = {
 COPY_SUFFIX = re.compile(r"(?:-(?P<canvas>\d+)| \((?P<moodle>\d+)\))$")
 # Moodle's participant ids change from one assignment to the next; only a roster makes them stable.
 UNSTABLE_IDS = {"moodle"}
+# What nbgrader's zip_collect extracts, nested ones included (ExtractorPlugin.zip_ext).
+ARCHIVE_EXTS = (".zip", ".gz")
 
 
 @dataclass
@@ -124,9 +136,10 @@ def plan(extracted, notebooks, roster=None):
     """
     extracted = Path(extracted)
     entries = {}
-    for path in sorted(p for p in extracted.rglob("*") if p.is_file()):
-        rel = path.relative_to(extracted).as_posix()
+    for rel, what in _files(extracted):
         entries[rel] = parse(rel, notebooks, roster)
+        if what:
+            refuse(entries[rel], f"{what}: not collected, never followed ({WHY})")
     newest = {}
     for entry in entries.values():
         if entry.reason is None:
@@ -139,6 +152,127 @@ def plan(extracted, notebooks, roster=None):
             if kept is not entry:
                 entry.reason = f"superseded by the newer {kept.path}"
     return entries
+
+
+def _files(root):
+    """(relative path, None or what it is) for every entry under ``root`` that is not a
+    folder, sorted; a symlink to a folder counts as an entry, never entered."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):  # never follows a link
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISDIR(mode):
+                found.append(
+                    (path.relative_to(root).as_posix(), kind_of(mode) and describe(path, mode))
+                )
+    return sorted(found)
+
+
+def refuse(entry, reason):
+    """Mark ``entry`` as not collected because of ``reason``."""
+    entry.reason, entry.notebook = reason, None
+    return entry
+
+
+def member_refusal(name, mode, link_target=None):
+    """Why an archive member may not be extracted, or None: a symlink or other special entry
+    (by its Unix mode bits), an absolute name, or a name that climbs out with ``..``."""
+    if name.startswith("/") or "\\" in name or re.match(r"[A-Za-z]:", name):
+        return "absolute path (or a backslash in its name)"
+    if ".." in name.split("/"):
+        return "'..' in its path"
+    kind = kind_of(mode) if stat.S_IFMT(mode) else None
+    if kind:
+        target = f" to {link_target!r}" if link_target is not None else ""
+        return f"{kind} entry{target}"
+    return None
+
+
+def _zip_refusal(zf, info):
+    mode = info.external_attr >> 16
+    target = None
+    if stat.S_ISLNK(mode) and info.file_size < 4096:  # a zip stores a link's target as its data
+        target = zf.read(info).decode("utf-8", "replace")
+    return member_refusal(info.filename, mode, target)
+
+
+def _is_archive(name):
+    return name.lower().endswith(ARCHIVE_EXTS)
+
+
+def _extracted_name(name):
+    """The folder nbgrader extracts archive ``name`` into: its name without the extension
+    (and without ``.tar`` before ``.gz``), as ``nbgrader.utils.unzip`` names it."""
+    stem, ext = os.path.splitext(Path(name).name)
+    inner, inner_ext = os.path.splitext(stem)
+    return inner if ext == ".gz" and inner_ext == ".tar" else stem
+
+
+def archive_refusals(data, name):
+    """(member, reason) for everything nbgrader must not extract from archive ``data``,
+    archives inside it included; one entry for an archive nbgrader cannot extract."""
+    found = []
+    if zipfile.is_zipfile(io.BytesIO(data)):
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            for info in zf.infolist():
+                why = _zip_refusal(zf, info)
+                if why is None and _is_archive(info.filename) and not info.is_dir():
+                    inner = archive_refusals(zf.read(info), info.filename)
+                    found += [(f"{info.filename}/{m}", w) for m, w in inner]
+                elif why:
+                    found.append((info.filename, why))
+        return found
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+            for member in tf.getmembers():
+                kind = None
+                if member.issym() or member.islnk():
+                    kind = f"{'symlink' if member.issym() else 'hard link'} entry to {member.linkname!r}"
+                elif not (member.isfile() or member.isdir()):
+                    kind = "special file entry"
+                why = member_refusal(member.name, 0) or kind
+                if why:
+                    found.append((member.name, why))
+    except tarfile.TarError:
+        found.append(("", f"{name} is neither a zip nor a tar archive, which zip_collect extracts"))
+    return found
+
+
+def clean_archive(src, dest):
+    """Copy the LMS download ``src`` to ``dest`` without what nbgrader must not extract.
+
+    A zip is copied member by member, each as a plain file or folder; an archive inside it
+    is left out whole when :func:`archive_refusals` finds anything in it. Anything else is
+    copied as it is. Returns (path as extracted, reason) for each member left out.
+    """
+    src, dest = Path(src), Path(dest)
+    if not zipfile.is_zipfile(src):
+        shutil.copy2(src, dest)
+        return []
+    prefix = _extracted_name(src.name)
+    refused = []
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            why = _zip_refusal(zin, info)
+            if why is None and _is_archive(info.filename) and not info.is_dir():
+                inner = archive_refusals(zin.read(info), info.filename)
+                if inner:
+                    why = "archive holding " + "; ".join(
+                        f"{member or info.filename}: {w}" for member, w in inner
+                    )
+            if why:
+                name = info.filename.replace("\\", "/").lstrip("/")
+                refused.append((f"{prefix}/{name}", f"{why}: not extracted ({WHY})"))
+                continue
+            out = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            out.external_attr = (0o40755 if info.is_dir() else 0o100644) << 16
+            if info.is_dir():
+                zout.writestr(out, b"")
+                continue
+            with zin.open(info) as fin, zout.open(out, "w") as fout:
+                shutil.copyfileobj(fin, fout)
+    return refused
 
 
 class LmsCollector(FileNameCollectorPlugin):
@@ -194,7 +328,7 @@ def collect_lms(zip_path, assignment, course=ROOT, roster=None, roster_columns=N
     if archive.exists():
         shutil.rmtree(archive)
     archive.mkdir(parents=True)
-    shutil.copy2(zip_path, archive / Path(zip_path).name)
+    refused = clean_archive(zip_path, archive / Path(zip_path).name)
     args = ["zip_collect", assignment, "--force", "--log-level=ERROR"]
     if roster:
         args.append(f"--LmsCollector.roster={Path(roster).resolve()}")
@@ -204,7 +338,10 @@ def collect_lms(zip_path, assignment, course=ROOT, roster=None, roster_columns=N
     nbgrader(*args, cwd=course)
     notebooks = {p.stem for p in (course / "release" / assignment).glob("*.ipynb")}
     table = load_roster(roster, *(roster_columns or ())) if roster else None
-    return plan(course / "downloaded" / assignment / "extracted", notebooks, table), table
+    entries = plan(course / "downloaded" / assignment / "extracted", notebooks, table)
+    for path, reason in refused:
+        entries[path] = refuse(parse(path, notebooks, table), reason)
+    return entries, table
 
 
 def report(entries, roster=None):

@@ -15,6 +15,11 @@ and is saved with every student's log under ``autograded/.attncourse/``. The
 exit status is non-zero only when grading itself failed for someone (not when
 a submission was missing, unreadable or crashed its kernel: those are
 reported and graded as far as they can be).
+
+Before a student is graded, their folder loses every symlink and special file
+(:func:`attncourse.plainfiles.refuse_submission`: removed, never followed); a
+symlinked notebook leaves the student ``missing``, and the summary says what was
+refused and why.
 """
 
 import contextlib
@@ -35,6 +40,7 @@ from tqdm import tqdm
 
 from attncourse.course import ROOT, notebook_path, venv_path
 from attncourse.gradebook import cell_scores
+from attncourse.plainfiles import WHY, refuse_submission, remember
 
 RECORD = "attncourse"
 
@@ -115,8 +121,11 @@ def _init_worker(path, course, threads):
     _lock.install()
 
 
-def grade_student(course, assignment, student, nbgrader_args, log_dir):
-    """Autograde one student with nbgrader's AutogradeApp in this process; return a result dict."""
+def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=()):
+    """Autograde one student with nbgrader's AutogradeApp in this process; return a result dict.
+
+    ``refused``: what :func:`grade` removed from the student's folder, for the notebook's record.
+    """
     from nbgrader.apps import AutogradeApp
 
     global _graded
@@ -131,8 +140,12 @@ def grade_student(course, assignment, student, nbgrader_args, log_dir):
     started = time.monotonic()
     held, waited = (_lock.held_s, _lock.waited_s) if _lock else (0.0, 0.0)
     result = {"student": student, "error": None}
+    folder = notebook_path(course, "submitted", assignment, student).parent
+    remember(folder, refused)
     log = Path(log_dir) / f"{student}.log"
     with _output_to(log):
+        for entry in refused:
+            print(f"Refused {folder}/{entry}: {WHY}; removed, never followed", file=sys.stderr)
         try:
             app = AutogradeApp()
             app.initialize([assignment, "--student", student, "--force", *nbgrader_args])
@@ -175,8 +188,22 @@ def _read_record(path):
 
 
 def status_of(result):
-    """One word for a student's run, worst first, and the details behind it."""
-    record = result.get("record", {})
+    """One word for a student's run, worst first, and the details behind it.
+
+    Files refused from the submission (``refused``: symlinks, FIFOs, ...) make the status
+    ``refused`` and are named in the details of any status.
+    """
+    status, details = _status(result, result.get("record", {}))
+    refused = result.get("record", {}).get("refused_files") or result.get("refused") or []
+    if refused and status != "missing":
+        listed = "refused " + "; ".join(refused)
+        if status == "ok":
+            return "refused", listed
+        return status, f"{details}; {listed}"
+    return status, details
+
+
+def _status(result, record):
     if result.get("missing"):
         return "missing", result["missing"]
     if result.get("error"):
@@ -188,6 +215,14 @@ def status_of(result):
     if record.get("repairs"):
         return "repaired", "; ".join(record["repairs"])
     return "ok", ""
+
+
+def missing_reason(nb, refused):
+    """Why ``nb`` (a submitted notebook path) is not graded: refused, or not submitted."""
+    for entry in refused:
+        if entry.startswith(f"{nb.name}:") or "(the submission folder itself)" in entry:
+            return f"refused {entry}: {WHY}; never read"
+    return f"no {nb.name} submitted"
 
 
 def protections_of(record):
@@ -236,14 +271,19 @@ def grade(
     run_dir = course / "autograded" / ".attncourse" / assignment
     run_dir.mkdir(parents=True, exist_ok=True)
     results = {}
-    todo, size = [], {}
+    todo, size, refused = [], {}, {}
     for student in students:
         nb = notebook_path(course, "submitted", assignment, student)
-        if nb.exists():
+        refused[student] = refuse_submission(nb.parent)  # links removed, never followed
+        if nb.is_file():
             todo.append(student)
             size[student] = nb.stat().st_size
         else:
-            results[student] = {"student": student, "missing": f"no {nb.name} submitted"}
+            results[student] = {
+                "student": student,
+                "missing": missing_reason(nb, refused[student]),
+                "refused": refused[student],
+            }
     # Longest first, with the notebook's size as the guess (an untouched or damaged one runs
     # little): the short ones then fill the workers' last minutes instead of one long one
     # keeping a single worker busy at the end.
@@ -262,7 +302,9 @@ def grade(
         initargs=(str(lock_path(db_url)), str(course), threads),
     ) as pool:
         futures = {
-            pool.submit(grade_student, str(course), assignment, s, args, str(run_dir)): s
+            pool.submit(
+                grade_student, str(course), assignment, s, args, str(run_dir), refused[s]
+            ): s
             for s in todo
         }
         for future in as_completed(futures):
@@ -271,6 +313,8 @@ def grade(
                 results[student] = future.result()
             except Exception as e:  # the worker process itself died
                 results[student] = {"student": student, "error": f"worker died: {e}"}
+            if refused[student]:
+                results[student]["refused"] = refused[student]
             status, _ = status_of(results[student])
             bar.set_postfix_str(f"{student}: {status}")
             if progress:

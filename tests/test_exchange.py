@@ -4,8 +4,12 @@ The instructor works in a scratch copy of the course (its exchange is the
 config's default, ``<course>/exchange``); the student works in a home
 directory of their own with their own ``nbgrader_config.py`` and Jupyter
 folders, and runs the stock student commands exactly as on a hub.
+
+On a hub students write their inbound folder themselves: collecting copies its
+regular files and folders only, refusing (and never following) symlinks and FIFOs.
 """
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +25,7 @@ from attncourse.submissions import fill, grade_id, is_answer, solution_answers
 ASSIGNMENT = "attention_variants"
 STUDENT = "alice"
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]
+pytestmark = [pytest.mark.xdist_group("exchange")]
 
 
 def student_nbgrader(home, *args):
@@ -62,6 +66,7 @@ def first_autograded_part(source_nb):
     raise AssertionError(f"source/{ASSIGNMENT} has no code answer followed by its test cell")
 
 
+@pytest.mark.slow
 def test_release_fetch_submit_collect_grade_and_return_feedback(tmp_path):
     if not notebook_path(ROOT, "source", ASSIGNMENT).exists():
         pytest.fail(f"source/{ASSIGNMENT} is missing")
@@ -125,3 +130,67 @@ def test_release_fetch_submit_collect_grade_and_return_feedback(tmp_path):
     assert len(fetched_feedback) == 1
     assert fetched_feedback[0].parent.name == inbound[0].name.split("+")[2]
     assert fetched_feedback[0].read_bytes() == feedback.read_bytes()
+
+
+def collect_as_instructor(course, *args):
+    """``nbgrader collect`` in ``course`` with its config; the completed process (output kept)."""
+    cmd = [str(Path(sys.executable).with_name("nbgrader")), "collect", *args]
+    env = {"PATH": venv_path(), "PYTHONWARNINGS": "ignore"}
+    return subprocess.run(cmd, cwd=course, env=env, capture_output=True, text=True)
+
+
+def inbound_with_links(course, secret):
+    """Two submissions in the exchange: alice's holds links, a FIFO and two plain files; bob's
+    folder is itself a link to the instructor's source folder."""
+    source = course / "source" / "toy"
+    source.mkdir(parents=True)
+    (source / "answers.txt").write_text(secret)
+    inbound = course / "exchange" / "attention" / "inbound"
+    alice = inbound / "alice+toy+2026-11-20 12:00:00.000000 UTC"
+    alice.mkdir(parents=True)
+    (alice / "toy.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    (alice / "data.txt").write_text("my data")
+    (alice / "notes.txt").symlink_to(source / "answers.txt")
+    (alice / "course").symlink_to(course / "source")
+    os.mkfifo(alice / "pipe")
+    (inbound / "bob+toy+2026-11-20 12:00:00.000000 UTC").symlink_to(source)
+    evil = inbound / "<img src=x onerror=alert(1)>+toy+2026-11-20 12:00:00.000000 UTC"
+    evil.mkdir()
+    (evil / "toy.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    return alice
+
+
+def test_collect_refuses_links_and_fifos_and_keeps_plain_files(tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    secret = "the instructor's answers"
+    inbound_with_links(course, secret)
+
+    result = collect_as_instructor(course, "toy")
+    assert result.returncode == 0, result.stderr
+    alice = course / "submitted" / "alice" / "toy"
+    assert sorted(p.name for p in alice.iterdir()) == ["data.txt", "toy.ipynb"]
+    assert (alice / "data.txt").read_text() == "my data"  # control: plain files are collected
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["alice", "bob"]
+    assert not (course / "submitted" / "bob" / "toy").exists()
+    collected = [p.read_bytes() for p in (course / "submitted").rglob("*") if p.is_file()]
+    assert not any(secret.encode() in data for data in collected)
+    log = result.stderr
+    assert "notes.txt: symlink to" in log and "course: symlink to" in log and "pipe: FIFO" in log
+    assert "may hold only regular files and folders" in log
+    assert "Refused the whole submission" in log and "bob+toy" in log
+    assert "student id '<img src=x onerror=alert(1)>' is not a plain id" in log
+
+
+def test_control_stock_collect_copies_what_a_link_points_to(tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    secret = "the instructor's answers"
+    alice = inbound_with_links(course, secret)
+    (alice / "pipe").unlink()  # stock copytree stops at a FIFO
+    stock = "--ExchangeFactory.collect=nbgrader.exchange.default.ExchangeCollect"
+    assert collect_as_instructor(course, "toy", stock).returncode == 0
+    leaked = (course / "submitted" / "alice" / "toy" / "notes.txt").read_text()
+    assert leaked == secret and (course / "submitted" / "bob" / "toy" / "answers.txt").exists()

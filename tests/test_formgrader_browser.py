@@ -5,6 +5,13 @@ when missing and we are root), never one downloaded by a test tool. The test
 serves a scratch course with an autograded submission of ``attention_variants``,
 opens formgrader from JupyterLab's *Nbgrader* menu, grades a written answer
 (score and comment) and reads both back from the gradebook.
+
+A hostile submission then checks that a grader's browser runs nothing a student
+wrote: an answer whose output is ``<img src=x onerror=...>`` (the script would
+mark the page and create a file through the Jupyter contents API) and written
+answers with raw HTML, opened in formgrader and in JupyterLab itself. The
+control: formgrader without the course's protections (the kernel's HTML output
+kept, no ``c.HTMLExporter`` settings) runs it and the file appears.
 """
 
 import os
@@ -12,11 +19,14 @@ import re
 import shutil
 import subprocess
 import tempfile
-from contextlib import closing
+import time
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import nbformat
 import pytest
+import tiny_course
+from nbformat.v4 import new_markdown_cell
 from nbgrader.api import Gradebook
 
 from attncourse.course import ROOT, nbgrader, notebook_path, scratch_course
@@ -165,3 +175,144 @@ def test_readme_states_the_manual_grading_workload():
     assert workload_table(ROOT) in readme, (
         "README.md's manual-grading table is out of date; paste the output of `make workload`"
     )
+
+
+# --- a hostile submission: what the student wrote must not run in the grader's browser --------
+
+MARK = "attncourse_pwned"
+# Marks the window it runs in and creates <course>/attncourse_pwned.txt with the grader's session.
+ATTACK = (
+    f"window.top.{MARK} = 1; "
+    "var t = (document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || ''; "
+    f"fetch('/api/contents/{MARK}.txt', {{method: 'PUT', headers: {{'Content-Type': "
+    "'application/json', 'X-XSRFToken': t}, body: JSON.stringify({type: 'file', "
+    f"format: 'text', content: '{MARK}'}})}})"
+)
+PAYLOAD = f'<img src=x onerror="{ATTACK}">'
+SHOWN = f"""class Shown:
+    def _repr_html_(self):
+        return {PAYLOAD!r}
+
+
+def answer():
+    return 1
+
+
+Shown()"""
+WRITTEN = f"My proof: $0 \\le h < H$.\n\n{PAYLOAD}\n\n<script>{ATTACK}</script>\n\n[see](javascript:{ATTACK})"
+ADDED = f"A cell I added.\n\n{PAYLOAD}"
+
+
+@pytest.fixture(scope="module")
+def hostile_course(tmp_path_factory):
+    """The tiny course with mallory's autograded submission: HTML output, HTML in Markdown."""
+    course = tiny_course.make_course(tmp_path_factory.mktemp("hostile") / "course")
+    nb = tiny_course.release_notebook(course)
+    tiny_course.cell(nb, "answer").source = SHOWN
+    tiny_course.cell(nb, "why").source = WRITTEN
+    nb.cells.insert(0, new_markdown_cell(ADDED))
+    write_submission(course, "mallory", tiny_course.ASSIGNMENT, nb)
+    nbgrader("autograde", tiny_course.ASSIGNMENT, "--force", cwd=course, quiet=True)
+    return course
+
+
+def dropped_by_payload(path):
+    """True once the payload's PUT through the contents API has written ``path``."""
+    return path.exists() and path.read_text() == MARK
+
+
+def marked(page):
+    """True when the payload ran in the page or any of its frames."""
+    return any(f.evaluate(f"() => Boolean(window.{MARK})") for f in page.frames)
+
+
+def unprotect(course):
+    """The control: mallory's notebook as autograde writes it without InertOutputs (the kernel's
+    HTML output kept) and formgrader's exporter without the course's HTMLExporter settings."""
+    config = course / "nbgrader_config.py"
+    lines = config.read_text().splitlines()
+    config.write_text("\n".join(line for line in lines if "c.HTMLExporter." not in line) + "\n")
+    path = notebook_path(course, "autograded", "tiny", "mallory")
+    nb = nbformat.read(path, as_version=4)
+    for output in tiny_course.cell(nb, "answer").outputs:
+        if output.output_type == "execute_result":
+            output.data["text/html"] = PAYLOAD
+    path.chmod(0o644)
+    nbformat.write(nb, path)
+
+
+@contextmanager
+def browsing(course, tmp_path):
+    """Chromium logged in to a JupyterLab server on ``course``; yields (page, base URL)."""
+    from playwright.sync_api import sync_playwright
+
+    tmp_path.mkdir()
+    with running(course, tmp_path / "jupyterlab.log") as (base, token), sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            tempfile.mkdtemp(dir=tmp_path, prefix="chromium-profile-"),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab?token={token}")
+            yield page, base
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_hostile_submission_runs_nothing_in_formgrader_or_jupyterlab(hostile_course, tmp_path):
+    ensure_chromium()
+    from playwright.sync_api import expect
+
+    course = hostile_course
+    raw = notebook_path(course, "autograded", "tiny", "mallory").read_text()
+    assert PAYLOAD.replace('"', '\\"') in raw, "the written answers keep the student's text"
+    answer = tiny_course.cell(nbformat.reads(raw, as_version=4), "answer")
+    assert all(set(o.get("data", {})) <= {"text/plain"} for o in answer.outputs)
+    dropped = course / f"{MARK}.txt"
+
+    with browsing(course, tmp_path / "protected") as (page, base):
+        page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+        page.get_by_role("menuitem", name="Formgrader", exact=True).click()
+        formgrader = page.frame_locator("iframe")
+        formgrader.get_by_role("link", name="Manual Grading").click()
+        formgrader.get_by_role("link", name="tiny", exact=True).click()
+        expect(formgrader.get_by_role("columnheader", name="Notebook ID")).to_be_visible()
+        formgrader.get_by_role("link", name="tiny", exact=True).click()
+        formgrader.get_by_role("link", name="Submission #1").click()
+        why = formgrader.locator("div.cell", has=formgrader.locator("input.score#why"))
+        expect(why).to_contain_text("My proof", timeout=60_000)
+        expect(why).to_contain_text("<script>")  # shown as the text the student typed
+        expect(formgrader.locator("div.cell").first).to_contain_text("A cell I added")
+        shown = formgrader.locator("div.cell", has_text="Shown()").locator(".output_area")
+        expect(shown).to_contain_text("<__main__.Shown at 0x")  # its text repr, as text
+        page.wait_for_timeout(3000)  # a broken image fails, and would fire onerror, at once
+        assert formgrader.locator("[onerror]").count() == 0
+        assert formgrader.locator("a[href^='javascript' i]").count() == 0
+        assert not marked(page) and not dropped.exists()
+
+        # JupyterLab's own view of the autograded notebook: it sanitizes the Markdown it renders.
+        page.goto(f"{base}/lab/tree/autograded/mallory/tiny/tiny.ipynb?reset")  # only it open
+        added = page.locator(".jp-MarkdownOutput", has_text="A cell I added")
+        expect(added).to_be_visible(timeout=60_000)  # a loaded machine takes a while to open it
+        expect(page.locator(".jp-MarkdownOutput", has_text="My proof")).to_be_visible()
+        page.wait_for_timeout(3000)
+        assert page.locator(".jp-Notebook [onerror]").count() == 0
+        assert not marked(page) and not dropped.exists()
+
+    # Control: without InertOutputs and the HTMLExporter settings the same page runs the payload.
+    unprotect(course)
+    with browsing(course, tmp_path / "control") as (page, base):
+        page.goto(f"{base}/formgrader/gradebook/tiny/tiny")
+        page.get_by_role("link", name="Submission #1").click()
+        page.wait_for_function(f"() => window.{MARK} === 1", timeout=60_000)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not dropped_by_payload(dropped):
+            time.sleep(0.2)
+        assert dropped_by_payload(dropped), "control: unprotected formgrader ran the payload"

@@ -1,10 +1,14 @@
 """make collect-lms: Canvas and Moodle downloads reach submitted/ through nbgrader zip_collect."""
 
+import io
+import shutil
+import stat
 import zipfile
 
 import nbformat
 import pytest
 
+from attncourse import lms
 from attncourse.lms import collect_lms, load_roster, parse, report
 
 ASSIGNMENT = "attention_variants"
@@ -189,3 +193,92 @@ def test_moodle_grading_worksheet_works_as_roster(tmp_path):
         "m/Jane Smith_2001_assignsubmission_file_/attention_variants.ipynb", NOTEBOOKS, roster
     )
     assert (entry.student_id, entry.reason) == ("jsmith@uni.example", None)
+
+
+SOURCE_LINK = "../../../../source/attention_variants/attention_variants.ipynb"
+
+
+def link_entry(name, target):
+    """A zip member that is a symlink (Unix mode S_IFLNK; a zip stores the target as the data)."""
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info, target
+
+
+def build_zip_with(path, files, links=()):
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+        for info, data in links:
+            zf.writestr(info, data)
+    return path
+
+
+def nested_zip(files=(), links=()):
+    buffer = io.BytesIO()
+    build_zip_with(buffer, dict(files), links)
+    return buffer.getvalue()
+
+
+def test_symlink_absolute_and_dotdot_entries_are_refused_plain_files_collected(course, tmp_path):
+    download = build_zip_with(
+        tmp_path / "submissions.zip",
+        {
+            "smithjane_1001_50001_attention_variants.ipynb": notebook("jane"),
+            "/tmp/garciaana_1003_50003_attention_variants.ipynb": notebook("ana, absolute"),
+            "../leekim_1004_50004_attention_variants.ipynb": notebook("kim, dotdot"),
+            "Min Park_2005_assignsubmission_file_/upload.zip": nested_zip(
+                links=[link_entry("attention_variants.ipynb", SOURCE_LINK)]
+            ),
+        },
+        links=[link_entry("doejohn_1002_50002_attention_variants.ipynb", SOURCE_LINK)],
+    )
+    entries, _ = collect_lms(download, ASSIGNMENT, course)
+
+    submitted = course / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == ["1001"]
+    path = submitted / "1001" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert marker_of(path) == "answer = 'jane'"  # control: the plain upload is collected
+    reasons = {e.path: e.reason for e in entries.values() if e.reason}
+    link = reasons["submissions/doejohn_1002_50002_attention_variants.ipynb"]
+    assert link.startswith(f"symlink entry to {SOURCE_LINK!r}: not extracted")
+    assert "regular files and folders" in link
+    assert reasons["submissions/tmp/garciaana_1003_50003_attention_variants.ipynb"].startswith(
+        "absolute path"
+    )
+    assert reasons["submissions/../leekim_1004_50004_attention_variants.ipynb"].startswith(
+        "'..' in its path"
+    )
+    nested = reasons["submissions/Min Park_2005_assignsubmission_file_/upload.zip"]
+    assert nested.startswith("archive holding attention_variants.ipynb: symlink entry")
+    text = "\n".join(report(entries))
+    assert "collected 1 notebook(s), skipped 4 file(s)" in text and "symlink entry" in text
+    extracted = course / "downloaded" / ASSIGNMENT / "extracted"
+    assert not any(p.is_symlink() for p in extracted.rglob("*"))
+
+
+def test_control_without_the_check_a_symlink_entry_is_collected(course, tmp_path, monkeypatch):
+    """Stock extraction writes a symlink entry as a file holding the link's target: collected."""
+    monkeypatch.setattr(lms, "clean_archive", lambda src, dest: shutil.copy2(src, dest) and [])
+    download = build_zip_with(
+        tmp_path / "submissions.zip",
+        {},
+        links=[link_entry("doejohn_1002_50002_attention_variants.ipynb", SOURCE_LINK)],
+    )
+    collect_lms(download, ASSIGNMENT, course)
+    path = course / "submitted" / "1002" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert path.read_text() == SOURCE_LINK
+
+
+def test_files_that_are_not_regular_are_never_collected(course, tmp_path):
+    extracted = tmp_path / "extracted" / "submissions"
+    extracted.mkdir(parents=True)
+    (extracted / "smithjane_1001_50001_attention_variants.ipynb").write_text(notebook("jane"))
+    (extracted / "doejohn_1002_50002_attention_variants.ipynb").symlink_to("/etc/passwd")
+    entries = lms.plan(extracted.parent, NOTEBOOKS)
+    reasons = {e.path: e.reason for e in entries.values() if e.reason}
+    assert list(reasons) == ["submissions/doejohn_1002_50002_attention_variants.ipynb"]
+    assert reasons["submissions/doejohn_1002_50002_attention_variants.ipynb"].startswith(
+        "symlink to '/etc/passwd': not collected, never followed"
+    )

@@ -1,0 +1,266 @@
+"""Submissions are files, not links: symlinks, FIFOs, sockets and devices are refused, never followed.
+
+Every tool that copies a submission follows a symlink and copies what it points
+to: ``shutil.copytree`` in ``nbgrader collect``, ``shutil.copy`` when
+``nbgrader autograde`` copies ``submitted/<student>/<assignment>/`` into
+``autograded/``, and the kernel's working copy of that folder. A student's
+``data.txt -> ../../source/<a>/<a>.ipynb`` would hand the kernel the solutions
+(or the gradebook); a FIFO aborts the copy, a link to ``/dev/zero`` never ends
+it. Here only regular files and folders pass:
+
+- :func:`copy_plain_tree` copies a folder the student controls (the exchange's
+  inbound copy, see :mod:`attncourse.exchange`) opening every entry relative to
+  its folder with ``O_NOFOLLOW``, so a link swapped in mid-copy is refused too;
+- :func:`refuse_submission` removes from a submission folder every entry that is
+  not a regular file or folder (the link itself, never its target) and says
+  why; ``attncourse grade`` calls it before grading, and nbgrader calls it as
+  :func:`refuse_before_copy`, the pre-convert hook, before autograde copies the
+  folder. A symlinked notebook is thereby missing, never read;
+- :class:`RefuseSpecialFiles`, the first sanitize preprocessor, checks the folder
+  once more (it is all that runs when the hook is not configured: it then also
+  deletes what nbgrader's copy made of a link in ``autograded/``, before any
+  kernel sees it) and records every refusal in the notebook's metadata under
+  ``attncourse.refused_files``, as ``"<relative path>: <what it is>"``.
+"""
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from nbconvert.exporters.exporter import ResourcesDict
+from nbformat.notebooknode import NotebookNode
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets.log import get_logger
+
+RECORD = "attncourse"
+WHY = "a submission may hold only regular files and folders"
+KINDS = {
+    stat.S_IFLNK: "symlink",
+    stat.S_IFIFO: "FIFO",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+}
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC  # a FIFO must not block the open
+
+# Refusals made before nbgrader copies a folder (by `attncourse grade` or the pre-convert hook),
+# by folder, until RefuseSpecialFiles writes them into that student's notebook (same process).
+_refused: dict[str, list[str]] = {}
+
+
+class RefusedFolder(OSError):
+    """The folder to copy is itself a symlink or special file."""
+
+
+def kind_of(mode: int) -> str | None:
+    """None for a regular file or a folder, else what the entry is (``"symlink"``, ``"FIFO"``, ...)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return KINDS.get(stat.S_IFMT(mode), "special file")
+
+
+def describe(path, mode: int, dir_fd: int | None = None) -> str:
+    """What the entry at ``path`` is, with a symlink's target (read, never followed)."""
+    what = kind_of(mode) or "regular file"
+    if stat.S_ISLNK(mode):
+        try:
+            what += f" to {os.readlink(path, dir_fd=dir_fd)!r}"
+        except OSError:
+            pass
+    return what
+
+
+def special_entries(folder) -> list[tuple[str, Path, str]]:
+    """(relative path, path, what it is) of every entry under ``folder`` that is not a regular
+    file or folder; never descends into or through one."""
+    folder = Path(folder)
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):  # os.walk never follows a link
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                continue
+            if kind_of(mode):
+                found.append((path.relative_to(folder).as_posix(), path, describe(path, mode)))
+                if name in dirnames:
+                    dirnames.remove(name)
+    return found
+
+
+def _key(folder) -> str:
+    return os.path.abspath(folder)
+
+
+def remember(folder, refused: list[str]) -> None:
+    """Keep ``refused`` (refusals made before this process's autograde) for ``folder``'s notebook."""
+    _refused[_key(folder)] = list(refused)
+
+
+def refuse_submission(folder) -> list[str]:
+    """Remove every symlink and special file of the submission ``folder``, never following one.
+
+    The student's folder and ``folder`` itself are checked too: if either is a link
+    it is removed (the link, not its target) and nothing else is looked at. Returns
+    ``"<relative path>: <what it was>"`` for each removed entry (remembered for the
+    notebook's record).
+    """
+    folder = Path(folder)
+    refused = []
+    for level in (folder.parent, folder):
+        try:
+            mode = os.lstat(level).st_mode
+        except FileNotFoundError:
+            return []
+        if kind_of(mode):
+            what = describe(level, mode)
+            os.unlink(level)
+            refused = [f"{level.name}/: {what} (the submission folder itself)"]
+            break
+    else:
+        for rel, path, what in special_entries(folder):
+            os.unlink(path)
+            refused.append(f"{rel}: {what}")
+    _refused.setdefault(_key(folder), []).extend(refused)
+    return refused
+
+
+def refuse_before_copy(assignment=None, student=None, notebooks=(), **_) -> None:
+    """nbgrader's ``pre_convert_hook`` for autograde: :func:`refuse_submission` on the student's
+    folder before nbgrader copies it; a refused notebook leaves ``notebooks``, so nbgrader
+    scores it as not submitted instead of reading it."""
+    log = get_logger()
+    if not notebooks:
+        return
+    folder = Path(notebooks[0]).parent
+    for entry in refuse_submission(folder):
+        log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
+    gone = [nb for nb in notebooks if not Path(nb).is_file()]
+    for nb in gone:
+        notebooks.remove(nb)
+
+
+class RefuseSpecialFiles(NbGraderPreprocessor):
+    """Sanitize stage, first: no link or special file of the student's folder reaches a kernel,
+    and the notebook records what was refused."""
+
+    def preprocess(
+        self, nb: NotebookNode, resources: ResourcesDict
+    ) -> tuple[NotebookNode, ResourcesDict]:
+        folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
+        if not folder:
+            return nb, resources
+        refused = list(_refused.get(_key(folder), []))  # logged where they were refused
+        late = [rel for rel, _, _ in special_entries(folder)]
+        if late:  # still there when nbgrader copied the folder: undo what its copy made of them
+            self._remove_copies(late, resources["nbgrader"])
+            now = refuse_submission(folder)
+            for entry in now:
+                self.log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
+            refused += now
+        if refused:
+            record = nb.metadata.setdefault(RECORD, {})
+            known = record.setdefault("refused_files", [])
+            known.extend(e for e in refused if e not in known)
+        return nb, resources
+
+    def _remove_copies(self, rels, info):
+        """Delete what nbgrader's copy made of ``rels`` in ``autograded/``, unless the instructor's
+        ``source/`` provides that file (nbgrader copied the instructor's over it then)."""
+        coursedir = CourseDirectory(config=self.config)
+        dest = Path(
+            coursedir.format_path(
+                coursedir.autograded_directory, info["student"], info["assignment"]
+            )
+        )
+        source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
+        for rel in rels:
+            copy = dest / rel
+            if os.path.lexists(source / rel) or not os.path.lexists(copy):
+                continue
+            if os.path.isdir(copy) and not os.path.islink(copy):
+                shutil.rmtree(copy)
+            else:
+                os.unlink(copy)
+            self.log.warning("Deleted %s: autograde had copied the target of a refused link", copy)
+
+
+def copy_plain_tree(src, dest, ignore=None) -> list[str]:
+    """Copy the regular files and folders under ``src`` to ``dest``; never follow a link.
+
+    ``ignore(directory, names)`` works as for ``shutil.copytree`` (it only sees regular
+    files and folders). Modes and modification times are kept. Returns
+    ``"<relative path>: <what it is>"`` for every entry left out because it is not a
+    regular file or folder; raises :class:`RefusedFolder` when ``src`` itself is not a
+    folder (a symlink to one included).
+    """
+    try:
+        root = os.open(src, _DIR)
+    except OSError as e:
+        mode = os.lstat(src).st_mode
+        raise RefusedFolder(e.errno, f"{describe(src, mode)}: {WHY}", str(src)) from e
+    refused: list[str] = []
+    stack = [(root, Path(dest), "")]
+    dirs = [(Path(dest), os.fstat(root))]  # (copy, stat) to stamp once their contents are written
+    try:
+        while stack:
+            fd, target, rel = stack.pop()
+            try:
+                target.mkdir(parents=True, exist_ok=False)
+                names, stats = [], {}
+                for name in sorted(os.listdir(fd)):
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if kind_of(st.st_mode):
+                        refused.append(f"{rel}{name}: {describe(name, st.st_mode, fd)}")
+                    else:
+                        names.append(name)
+                        stats[name] = st
+                skip = set(ignore(os.path.join(src, rel), names)) if ignore else set()
+                for name in names:
+                    if name in skip:
+                        continue
+                    if stat.S_ISDIR(stats[name].st_mode):
+                        try:
+                            sub = os.open(name, _DIR, dir_fd=fd)
+                        except OSError:
+                            refused.append(f"{rel}{name}: replaced by a link while being copied")
+                            continue
+                        stack.append((sub, target / name, f"{rel}{name}/"))
+                        dirs.append((target / name, stats[name]))
+                    else:
+                        why = _copy_file(fd, name, target / name)
+                        if why:
+                            refused.append(f"{rel}{name}: {why}")
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+    for path, st in reversed(dirs):
+        os.chmod(path, stat.S_IMODE(st.st_mode) | stat.S_IRWXU)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return refused
+
+
+def _copy_file(dir_fd: int, name: str, dest: Path) -> str | None:
+    """Copy regular file ``name`` of folder ``dir_fd`` to ``dest``; else what it turned into."""
+    try:
+        fd = os.open(name, _FILE, dir_fd=dir_fd)
+    except OSError:
+        return "replaced by a link while being copied"
+    with os.fdopen(fd, "rb") as fin:
+        st = os.fstat(fin.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return f"{kind_of(st.st_mode)} (replaced while being copied)"
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, 0o600)
+        with os.fdopen(out, "wb") as fout:
+            while chunk := fin.read(1 << 20):
+                fout.write(chunk)
+    os.chmod(dest, stat.S_IMODE(st.st_mode))
+    os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return None
