@@ -176,7 +176,7 @@ def check_close(what, got, ref, tol, mistakes=None, shape_cause=None):
     if tuple(got_t.shape) != tuple(ref_t.shape):
         fail(f"{what}: wrong output shape", tuple(ref_t.shape), tuple(got_t.shape), shape_cause)
     err = rel_error(got_t, ref_t)
-    if err <= tol:
+    if err <= tol and math.isfinite(err):
         return err
     cause = closest_mistake(got_t, mistakes or {}, tol)
     if err == math.inf:

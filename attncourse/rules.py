@@ -37,12 +37,34 @@ FUSED_ATTENTION = (
 )
 
 
+# Magics that run their code in the notebook's namespace: that code is read like the cell's own.
+CODE_MAGICS = {"time", "capture"}
+
+
 def _python(text):
     """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
     try:
-        return ast.parse(_transform(text))
+        return _MagicCode().visit(ast.parse(_transform(text)))
     except (SyntaxError, ValueError):
         return None
+
+
+class _MagicCode(ast.NodeTransformer):
+    """``%time stmt`` and ``%%time``/``%%capture`` cells replaced by the statements they run."""
+
+    def visit_Expr(self, node):
+        call = node.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("run_line_magic", "run_cell_magic")
+            and len(call.args) >= 2
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
+            and call.args[0].value in CODE_MAGICS
+        ):
+            return node
+        inner = _python(call.args[-1].value)
+        return inner.body if inner is not None else node
 
 
 def _statements(body):
@@ -58,7 +80,11 @@ def _statements(body):
 
 
 def _bindings_of(sources):
-    """name -> nodes binding it at top level, and name -> nodes assigning ``name.attr``, in order."""
+    """name -> nodes binding it, and name -> nodes setting ``name.attr``, in notebook order.
+
+    Besides top-level definitions, assignments and imports: a function that
+    declares ``global name`` binds it, and ``setattr(name, ...)`` sets an attribute.
+    """
     defs, attrs = {}, {}
     for text in sources:
         tree = _python(text)
@@ -67,6 +93,14 @@ def _bindings_of(sources):
         for node in _statements(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defs.setdefault(node.name, []).append(node)
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Global):
+                        for name in sub.names:
+                            defs.setdefault(name, []).append(node)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    defs.setdefault(bound, []).append(node)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -74,11 +108,46 @@ def _bindings_of(sources):
                         defs.setdefault(name, []).append(node)
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
                         attrs.setdefault(target.value.id, []).append(node)
+            for sub in ast.walk(node):
+                if (
+                    isinstance(sub, ast.Call)
+                    and isinstance(sub.func, ast.Name)
+                    and sub.func.id == "setattr"
+                    and sub.args
+                    and isinstance(sub.args[0], ast.Name)
+                ):
+                    attrs.setdefault(sub.args[0].id, []).append(node)
     return defs, attrs
 
 
 def _names_in(node):
     return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
+
+
+def _free_names(node):
+    """Global names a definition refers to: what it loads minus its parameters and locals."""
+    if isinstance(node, ast.ClassDef):
+        outer = [*node.bases, *(k.value for k in node.keywords), *node.decorator_list]
+        names = set().union(*map(_names_in, outer)) if outer else set()
+        for stmt in node.body:
+            names |= _free_names(stmt)
+        return names
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _names_in(node)
+    args = node.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    inner = [sub for stmt in node.body for sub in ast.walk(stmt)]
+    declared = {n for sub in inner if isinstance(sub, ast.Global) for n in sub.names}
+    stored = {
+        sub.id for sub in inner if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)
+    }
+    loaded = {
+        sub.id for sub in inner if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+    }
+    outer = [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    names = set().union(*map(_names_in, outer)) if outer else set()
+    return (loaded - ((params | stored) - declared)) | names
 
 
 def _sources(namespace):
@@ -89,10 +158,12 @@ def reachable_definitions(name, namespace):
     """AST nodes of the student's code that define ``name`` and every helper it refers to.
 
     Read from the notebook's source (``namespace.sources``: the cells the
-    student wrote), never from the kernel: the last top-level binding of each
-    name, assignments to its attributes (``MyMHA.forward = f``), and, through the
-    names they use, the student's own helpers, base classes and aliases. The
-    first node is the definition of ``name`` itself (an alias is followed).
+    student wrote), never from the kernel: every binding of each name anywhere
+    in those cells (a draft left in a cell of their own counts too: the kernel
+    may hold any of them), assignments to its attributes (``MyMHA.forward = f``,
+    ``setattr``), and, through the global names they use, the student's own
+    helpers, base classes and aliases. The first node is the last ``def`` or
+    ``class`` of ``name`` itself (an alias is followed).
     """
     defs, attrs = _bindings_of(_sources(namespace))
     nodes, seen, todo = [], set(), [name]
@@ -101,10 +172,10 @@ def reachable_definitions(name, namespace):
         if current in seen or current not in defs:
             continue
         seen.add(current)
-        found = [defs[current][-1], *attrs.get(current, [])]
-        nodes.extend(found)
+        found = [*defs[current], *attrs.get(current, [])]
+        nodes.extend(n for n in found if n not in nodes)
         for node in found:
-            todo.extend(sorted(_names_in(node) - seen))
+            todo.extend(sorted(_free_names(node) - seen))
     primary = [
         n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     ]
@@ -115,7 +186,7 @@ def reachable_definitions(name, namespace):
             "no such definition in the notebook's source",
             "defining it through exec, type(...) or globals() hides it from the grader",
         )
-    first = next((n for n in primary if n.name == name), primary[0])
+    first = next((n for n in reversed(primary) if n.name == name), primary[-1])
     return [first, *[n for n in nodes if n is not first]]
 
 
@@ -138,14 +209,19 @@ def assert_no_names(name, namespace, part, names, reason):
     banned = set(names)
     for node in reachable_definitions(name, namespace):
         for sub in ast.walk(node):
-            ident = None
+            idents = ()
             if _isinstance(sub, ast.Name):
-                ident = sub.id
+                idents = (sub.id,)
             elif _isinstance(sub, ast.Attribute):
-                ident = sub.attr
+                idents = (sub.attr,)
             elif _isinstance(sub, ast.Constant) and _isinstance(sub.value, str):
-                ident = sub.value  # getattr(F, "scaled_dot_product_attention")
-            if ident in banned:
+                idents = (sub.value,)  # getattr(F, "scaled_dot_product_attention")
+            elif _isinstance(sub, ast.alias):  # import torch.nn as T, from x import sdpa
+                idents = sub.name.split(".")
+            elif _isinstance(sub, ast.ImportFrom) and sub.module:
+                idents = sub.module.split(".")
+            ident = next((i for i in idents if i in banned), None)
+            if ident is not None:
                 fail(
                     f"{part}: {reason}",
                     f"none of {', '.join(sorted(banned))}",

@@ -1,8 +1,9 @@
-"""The GPU path of grading: hidden tests on CUDA, and sandboxed kernels that can use it.
+"""The GPU path of grading: a sandboxed kernel that computes on CUDA, and the judge reaching it.
 
-These run where PyTorch sees a CUDA device (the course team's GPU grader) and are skipped,
-with that reason, on a CPU-only machine such as CI's. The CPU path is what every other
-test covers.
+The judge computes its references in float64 on its own CPU; the student's code runs in the
+kernel on the kernel's grading device, CUDA when it has one. These tests run where PyTorch
+sees a CUDA device (the course team's GPU grader) and are skipped, with that reason, on a
+CPU-only machine such as CI's. The CPU path is what every other test covers.
 """
 
 import resource
@@ -13,6 +14,8 @@ from jupyter_core.utils import run_sync
 from test_sandbox import sandboxed_kernel
 
 from attncourse import checks
+from attncourse.judge.channel import KernelChannel, LocalChannel
+from attncourse.judge.remote import Remote, Session, StudentNamespace, StudentRaised
 
 pytestmark = [
     pytest.mark.gpu,
@@ -28,12 +31,20 @@ error = ((x @ x).cpu() - x.cpu() @ x.cpu()).abs().max().item()
 print(torch.cuda.get_device_name(), error, resource.getrlimit(resource.RLIMIT_AS)[0])
 """
 
+# What a student's notebook leaves in the kernel for the judge to call.
+STUDENT_CELL = """
+import torch
+from torch import nn
+on_gpu = torch.arange(6.0, device="cuda").reshape(2, 3)
+on_gpu_bf16 = on_gpu.to(torch.bfloat16)
+layer = nn.Linear(3, 2)
 
-def test_hidden_tests_run_on_cuda_with_tf32_off():
-    assert checks.device().type == "cuda"
-    # TF32 matmuls keep 10 mantissa bits: errors near 1e-3 would swamp the 3e-5 thresholds.
-    assert torch.backends.cuda.matmul.allow_tf32 is False
-    assert torch.backends.cudnn.allow_tf32 is False
+def where(t):
+    return str(t.device), str(t.dtype)
+
+def matmul(a, b):
+    return a @ b
+"""
 
 
 @pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "fresh"])
@@ -54,3 +65,84 @@ def test_a_sandboxed_kernel_computes_on_the_gpu_without_an_address_space_limit(f
     assert name, out
     assert float(error) < 1e-9, f"GPU and CPU float64 products differ by {error}"
     assert int(limit) == resource.RLIM_INFINITY, f"RLIMIT_AS {limit} under CUDA"
+
+
+def kernel_execute(kc):
+    """``execute(code) -> outputs`` over a kernel client, as the grader's KernelChannel uses it."""
+
+    def execute(code):
+        outputs = []
+
+        def hook(msg):
+            kind, content = msg["msg_type"], msg["content"]
+            if kind in ("display_data", "execute_result"):
+                outputs.append({"output_type": kind, "data": content["data"]})
+            elif kind == "stream":
+                outputs.append(
+                    {"output_type": kind, "name": content["name"], "text": content["text"]}
+                )
+            elif kind == "error":
+                outputs.append({"output_type": kind, "ename": content["ename"]})
+
+        run_sync(kc.execute_interactive)(code, timeout=120, output_hook=hook, store_history=False)
+        return outputs
+
+    return execute
+
+
+def test_the_judge_round_trips_cuda_tensors_through_a_sandboxed_kernel():
+    with sandboxed_kernel(fork_server=True) as (_, _km, kc):
+        execute = kernel_execute(kc)
+        assert not [o for o in execute(STUDENT_CELL) if o["output_type"] == "error"]
+        ns = StudentNamespace(Session(KernelChannel(execute)))
+
+        # The kernel's CUDA tensors arrive in the judge as plain CPU tensors, dtype kept.
+        got = ns["on_gpu"]
+        assert type(got) is torch.Tensor and got.device.type == "cpu"
+        assert torch.equal(got, torch.arange(6.0).reshape(2, 3))
+        bf16 = ns["on_gpu_bf16"]
+        assert bf16.dtype == torch.bfloat16 and bf16.device.type == "cpu"
+
+        # Judge tensors go to the kernel's CPU, or to its GPU through ns.on_device.
+        where = ns["where"]
+        assert where(torch.ones(2)) == ("cpu", "torch.float32")
+        assert where(ns.on_device(torch.ones(2)))[0].startswith("cuda")
+        assert where(ns.on_device(torch.ones(2, dtype=torch.bfloat16)))[1] == "torch.bfloat16"
+
+        # A float32 product on the GPU is float32-accurate (TF32 off): the judge's float64
+        # reference on the CPU agrees to ~1e-6, where TF32 would be off by ~1e-3.
+        gen = torch.Generator().manual_seed(0)
+        a, b = (torch.randn(256, 256, generator=gen) for _ in range(2))
+        product = ns["matmul"](ns.on_device(a), ns.on_device(b))
+        assert product.device.type == "cpu" and product.dtype == torch.float32
+        assert checks.rel_error(product, a.double() @ b.double()) < 1e-5
+        assert ns["torch"].get_float32_matmul_precision() == "highest"
+
+        # A model moved to the grading device and called there.
+        layer = ns["layer"]
+        assert isinstance(layer, Remote) and layer.is_a("linear")
+        layer.to(ns.device)
+        assert layer.weight.device.type == "cpu"  # what the judge sees is always on its CPU
+        out = layer(ns.on_device(torch.ones(4, 3)), no_grad=True)
+        weight, bias = layer.weight, layer.bias
+        assert torch.allclose(out, torch.ones(4, 3) @ weight.T + bias, atol=1e-6)
+
+        # A CUDA error in the student's code is reported as theirs, and the kernel lives on.
+        with pytest.raises(StudentRaised, match="RuntimeError"):
+            ns["matmul"](ns.on_device(torch.ones(2, 3)), torch.ones(3, 2))
+        assert ns["where"].__name__ == "where"
+
+
+def test_the_agent_in_this_process_moves_cuda_tensors_to_the_cpu():
+    """The fast tests' LocalChannel on a CUDA machine: the same agent, the same moves."""
+
+    def where(t):
+        return str(t.device)
+
+    ns = StudentNamespace(
+        Session(LocalChannel({"x": torch.ones(2, 3, device="cuda"), "where": where}))
+    )
+    got = ns["x"]
+    assert got.device.type == "cpu" and torch.equal(got, torch.ones(2, 3))
+    assert ns["where"](ns.on_device(torch.ones(2))).startswith("cuda")
+    assert ns["where"](torch.ones(2)) == "cpu"

@@ -150,6 +150,8 @@ class _Server:
             if item["lib"] == "numpy":
                 return data
             tensor = torch.from_numpy(data.copy())
+            if item.get("dtype") == "bfloat16":
+                tensor = tensor.to(torch.bfloat16)
             return tensor.to(self.device) if item.get("device") == "grading" else tensor
         if t == "device":
             return self.device
@@ -176,7 +178,8 @@ class _Server:
         if op == "isinstance":
             obj = self.decode(request["obj"])
             kinds = {"module": torch.nn.Module, "linear": torch.nn.Linear, "type": type}
-            other = kinds.get(request["kind"]) or self.decode(request["kind"])
+            kind = request["kind"]
+            other = kinds[kind] if type(kind) is str else self.decode(kind)
             return {"value": {"t": "bool", "v": isinstance(obj, other)}}
         if op == "call":
             func = self.decode(request["func"])
@@ -196,18 +199,23 @@ class _Server:
         """Answer one JSON request; any exception of the student's code is reported as data."""
         request = json.loads(text)
         try:
-            reply = self.run(request)
+            return json.dumps({**self.run(request), "seq": request.get("seq")})
         except BaseException as error:  # noqa: BLE001 - the student's error is the answer
             if isinstance(error, KeyboardInterrupt):
                 raise
             reply = {
-                "raised": {
-                    "type": type(error).__name__,
-                    "message": str(error)[:2000],
-                }
+                "raised": {"type": _text(type(error), "__name__", 100), "message": _text(error)}
             }
         reply["seq"] = request.get("seq")
         return json.dumps(reply)
+
+
+def _text(obj, attr=None, limit=2000):
+    """``str(obj)`` (or of its ``attr``), even when the student's ``__str__`` raises."""
+    try:
+        return str(getattr(obj, attr) if attr else obj)[:limit]
+    except Exception:  # noqa: BLE001 - an unprintable exception is still reported
+        return "<unprintable>"
 
 
 def make_server(namespace):

@@ -41,7 +41,7 @@ class Session:
         text = self.channel.send(json.dumps({"op": op, "seq": seq, **fields}))
         try:
             reply = json.loads(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             raise KernelFault("the kernel's answer was not readable") from None
         if type(reply) is not dict or reply.get("seq") != seq:
             raise KernelFault("the kernel answered a different request")

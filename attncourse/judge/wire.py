@@ -71,7 +71,11 @@ def encode(value, handle_id=None):
     if isinstance(value, Grading):
         return {**encode(value.tensor), "device": "grading"}
     if isinstance(value, torch.Tensor):
-        return {"t": "array", "lib": "torch", "npy": _npy(value.detach().cpu().numpy())}
+        tensor = value.detach().cpu()
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        if tensor.dtype == torch.bfloat16:  # no numpy dtype: sent as float32, restored there
+            tensor = tensor.float()
+        return {"t": "array", "lib": "torch", "dtype": dtype, "npy": _npy(tensor.numpy())}
     if isinstance(value, np.ndarray):
         return {"t": "array", "lib": "numpy", "npy": _npy(value)}
     if type(value) in (tuple, list):
@@ -102,7 +106,10 @@ def _array(item):
     if item.get("lib") == "numpy":
         return data.copy()
     _need(item.get("lib") == "torch", "array of unknown kind")
-    tensor = torch.from_numpy(data.copy())
+    try:
+        tensor = torch.from_numpy(data.copy())
+    except TypeError:  # a numpy dtype torch has no tensor of (longdouble...)
+        raise ReplyError(f"array of dtype {data.dtype} for a tensor") from None
     dtype = item.get("dtype")
     if dtype in ("bfloat16", "float16"):
         tensor = tensor.to(getattr(torch, dtype))
@@ -126,7 +133,7 @@ def decode(item, make_remote, depth=0):
         _need(type(v) in (str, int, float), "malformed float")
         try:
             return float(v)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise ReplyError("malformed float") from None
     if t == "str":
         _need(type(v) is str and len(v) <= MAX_TEXT, "malformed string")
