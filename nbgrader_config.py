@@ -29,6 +29,11 @@ c.LockCells.lock_grade_cells = True
 # Each kernel runs sandboxed (attncourse.sandbox): hidden course tree, no network, these limits.
 c.SandboxKernelManager.memory_mb = 3072
 c.SandboxKernelManager.cpu_seconds = 900
+# Each kernel's own memory cgroup (MiB): all its processes and its tmpfs pages; the only memory
+# limit on a GPU grader (no address-space limit under CUDA). Needs root or a delegated cgroup.
+c.SandboxKernelManager.cgroup_memory_mb = 3072
+# One scratch tmpfs per kernel (MiB): /tmp, /var/tmp, /dev/shm and what it writes to its copy.
+c.SandboxKernelManager.tmpfs_mb = 256
 
 # An unreadable notebook (bad JSON) is graded as empty with the reason, not an aborted run.
 c.Autograde.exporter_class = "attncourse.preprocessors.TolerantNotebookExporter"

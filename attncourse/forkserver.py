@@ -1,13 +1,15 @@
 """A fork server for grading kernels: import torch once per grader, not once per student.
 
 Starting a kernel for a course notebook costs about 2 s of CPU, nearly all of
-it importing torch and the course's helpers; the notebook's own compute is a
-few seconds more. With one kernel per student, that import is a large share
-of the CPU a class needs. This server imports those modules once, then forks
-a copy of itself for each kernel; the copy sets up the sandbox exactly as the
-launcher in :mod:`attncourse.sandbox` does (same ``_launch``: namespaces,
-mounts, fresh uid, rlimits) and, instead of exec'ing a new Python that would
-import everything again, runs ``ipykernel`` in the process it already is.
+it importing torch; the notebook's own compute is a few seconds more. With one
+kernel per student, that import is a large share of the CPU a class needs.
+This server imports those modules once (torch, numpy, ipykernel; never the
+course's grading code: every kernel holds a copy of what the server imported),
+then forks a copy of itself for each kernel; the copy sets up the sandbox
+exactly as the launcher in :mod:`attncourse.sandbox` does (same ``_launch``:
+cgroup, namespaces, mounts, fresh uid, rlimits) and, instead of exec'ing a new
+Python that would import everything again, runs ``ipykernel`` in the process
+it already is.
 
 Nothing of the protocol is visible to jupyter_client: it still starts the
 launcher ``python -m attncourse.sandbox SPEC -- CMD`` (a Python without torch,
@@ -35,6 +37,7 @@ import socket
 import sys
 
 PR_SET_PDEATHSIG = 1
+KERNEL_MODULES = {"attncourse", "attncourse.sandbox", "attncourse.forkserver"}
 
 
 def _send(conn, message):
@@ -120,12 +123,22 @@ def _child(conn, listener, request):
         os._exit(code)
 
 
+def kernel_safe(module):
+    """Whether ``module`` may be in a kernel's memory: anything but this package's grading
+    code (hidden tests, references, thresholds), of which only the launcher and this server
+    are the kernel's."""
+    return module.partition(".")[0] != "attncourse" or module in KERNEL_MODULES
+
+
 def serve(path, preload):
     """Import ``preload``, then fork a sandboxed kernel for each launcher that connects."""
     import ctypes
 
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader
     for name in preload:
+        if not kernel_safe(name):
+            print(f"forkserver: will not preload {name}: kernels may not hold it", file=sys.stderr)
+            continue
         try:
             importlib.import_module(name)
         except Exception as e:  # noqa: BLE001 - the kernel imports it again and reports

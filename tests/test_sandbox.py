@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,7 +19,8 @@ import pytest
 from jupyter_core.utils import run_sync
 
 import attncourse
-from attncourse.sandbox import SandboxKernelManager, cuda_present
+from attncourse.course import ROOT
+from attncourse.sandbox import KERNEL_SIDE, SandboxKernelManager, cuda_present
 
 PROBE = r"""
 import json, os, resource, socket, sys
@@ -103,6 +105,16 @@ def sandboxed_kernel(**traits):
     finally:
         kc.stop_channels()
         run_sync(km.shutdown_kernel)(now=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def kernel_output(kc, code, timeout=60):
+    """Run ``code`` in the kernel of ``kc``; return (its reply's content, its printed text)."""
+    out = []
+    reply = run_sync(kc.execute_interactive)(
+        code, timeout=timeout, output_hook=lambda msg: out.append(msg["content"].get("text", ""))
+    )
+    return reply["content"], "".join(out)
 
 
 def needs(record, key):
@@ -271,3 +283,100 @@ def test_forked_kernels_collect_their_own_garbage_but_not_the_preloaded_modules(
         assert km.protections()["preloaded"] is True
         reply = run_sync(kc.execute_interactive)(code, timeout=30)
         assert reply["content"]["status"] == "ok", reply["content"]
+
+
+PACKAGE = Path(attncourse.__file__).parent
+# What a student who read this repository would look for, and must not find.
+GRADING_FILES = [
+    PACKAGE / "grading",
+    PACKAGE / "grading" / "__init__.py",
+    PACKAGE / "judge",
+    PACKAGE / "checks.py",
+    ROOT / "source",
+    ROOT / "release",
+    ROOT / "gradebook.db",
+    ROOT / "tests",
+]
+VIEW = """
+import importlib, json, os, sys
+out = {{"package": sorted(os.listdir({package!r})), "course": sorted(os.listdir({root!r}))}}
+out["modules"] = sorted(m for m in sys.modules
+                        if m.startswith(("attncourse.checks", "attncourse.grading", "attncourse.judge")))
+out["found"] = {{}}
+for path in {secrets!r}:
+    try:
+        os.stat(path)
+        out["found"][path] = "exists"
+    except OSError as e:
+        out["found"][path] = type(e).__name__
+for name in ["attncourse.checks", "attncourse.grading", "attncourse.judge", "attncourse.sandbox"]:
+    try:
+        out[name] = importlib.import_module(name).__file__
+    except ImportError as e:
+        out[name] = type(e).__name__
+import numpy, torch
+out["torch"] = float(torch.ones(3) @ torch.ones(3)) + float(numpy.ones(2).sum())
+out["data"] = open("data.csv").read()
+with open("mine.txt", "w") as f:
+    f.write("written by the kernel")
+out["mine"] = open("mine.txt").read()
+with open({record!r}, "w") as f:  # forge the protections
+    f.write('{{"mount_namespace": false, "forged": true}}')
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel_view():
+    """(What a forked kernel saw, its protections): its data arrived after it started."""
+    with sandboxed_kernel() as (root, km, kc):
+        (root / "work" / "data.csv").write_text("1,2\n")  # copied in as a prewarmed kernel's
+        code = VIEW.format(
+            package=str(PACKAGE),
+            root=str(ROOT),
+            secrets=[str(p) for p in GRADING_FILES],
+            record=str(root / "run" / "protections.json"),
+        )
+        record = km.protections()
+        reply, text = kernel_output(kc, code)
+        assert reply["status"] == "ok", reply
+        return dict(json.loads(text), record_after=km.protections()), record
+
+
+def test_the_kernel_sees_only_the_kernel_side_files_of_the_course_package(kernel_view):
+    seen, record = kernel_view
+    needs(record, "mount_namespace")
+    assert seen["package"] == sorted(KERNEL_SIDE)
+    assert not {"source", "release", "tests", "gradebook.db"} & set(seen["course"])
+    assert set(seen["found"].values()) == {"FileNotFoundError"}, seen["found"]
+
+
+def test_the_grading_code_cannot_be_imported_and_is_not_in_a_forked_kernels_memory(kernel_view):
+    seen, record = kernel_view
+    assert record["preloaded"] is True
+    assert seen["modules"] == []
+    needs(record, "mount_namespace")
+    for name in ["attncourse.checks", "attncourse.grading", "attncourse.judge"]:
+        assert seen[name] == "ModuleNotFoundError", (name, seen[name])
+    assert seen["attncourse.sandbox"] == str(PACKAGE / "sandbox.py")  # the editable install
+
+
+def test_an_honest_kernel_computes_and_uses_its_working_copy(kernel_view):
+    seen, _ = kernel_view
+    assert seen["torch"] == 5.0
+    assert seen["data"] == "1,2\n"
+    assert seen["mine"] == "written by the kernel"
+
+
+def test_the_fork_server_never_preloads_grading_code():
+    from attncourse.forkserver import kernel_safe
+
+    assert all(kernel_safe(name) for name in SandboxKernelManager().preload)
+    for name in ["attncourse.checks", "attncourse.grading.attention_variants", "attncourse.judge"]:
+        assert not kernel_safe(name), name
+
+
+def test_the_kernel_cannot_rewrite_what_the_launcher_recorded(kernel_view):
+    seen, record = kernel_view
+    needs(record, "mount_namespace")
+    assert seen["record_after"] == record
