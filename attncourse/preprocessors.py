@@ -448,7 +448,6 @@ class ResilientExecute(Execute):
         except (DeadKernelError, CellTimeoutError) as e:
             died = isinstance(e, DeadKernelError)
             self._fault(keep, index, "kernel died under the judge" if died else "hung")
-            self._channel.reset()
             self._restart(index)
             raise KernelFault(
                 "the kernel died while your code was being called"
@@ -533,6 +532,7 @@ class ResilientExecute(Execute):
     def _restart(self, index):
         """A fresh sandboxed kernel with the cells before ``index`` replayed (outputs dropped)."""
         self._restarts += 1
+        self._channel.reset()  # the judge's agent lived in the old kernel
         if self._restarts > self.max_kernel_restarts:
             return  # the remaining cells are not run; nbclient shuts this kernel down at the end
         run_sync(self._async_cleanup_kernel)()
