@@ -55,9 +55,7 @@ def reduce_outputs(outputs):
 
 def integrity_cell(findings):
     lines = ["**Integrity check.** The grader found code that is not allowed in this assignment;"]
-    lines.append(
-        "an instructor reviews the affected parts.\n"
-    )
+    lines.append("an instructor reviews the affected parts.\n")
     lines += [f"- {finding.describe()}" for finding in findings]
     return new_markdown_cell("\n".join(lines), metadata={"attncourse": {"integrity": True}})
 

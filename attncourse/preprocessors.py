@@ -33,6 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import nbformat
+import torch
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbconvert.exporters import NotebookExporter
@@ -409,6 +410,7 @@ class ResilientExecute(Execute):
         except (ImportError, AttributeError) as e:
             self.log.error("No hidden tests for %s: %s", assignment, e)
             self._checks = {}
+        torch.set_num_threads(1)  # the judge's references are small: threads only contend
         self._secret = verdict.new_secret()
         self._channel = KernelChannel(self._judge_execute)
         self._ns = StudentNamespace(Session(self._channel), student_sources(nb))

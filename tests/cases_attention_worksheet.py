@@ -94,6 +94,12 @@ ROWS = [
         shapes("projection_weight_shapes", "w = (np.int64(d), np.int64(d))\n    return w, w, w"),
         (),
     ),
+    (
+        "q1a",
+        "numpy_shape",
+        shapes("projection_weight_shapes", "return (np.empty((d, d)).shape,) * 3"),
+        (),
+    ),
     ("q1a", "per_token_weight", shapes("projection_weight_shapes", "return ((n, d),) * 3"), True),
     ("q1a", "batched_weight", shapes("projection_weight_shapes", "return ((B, d, d),) * 3"), True),
     ("q1a", "vector_weight", shapes("projection_weight_shapes", "return ((d,),) * 3"), True),
@@ -146,6 +152,14 @@ ROWS = [
         (),
     ),
     ("q2", "insertion_order", slots(I="H_h", A="W_k_h"), ()),
+    (
+        "q2",
+        "ordered_dict",
+        "from collections import OrderedDict\n\n"
+        + slots().replace("SLOTS = ", "SLOTS = OrderedDict(")[:-1]
+        + ")\n",
+        (),
+    ),
     ("q2", "q_k_weights_swapped", slots(D="W_k_h", A="W_q_h"), ["q2_projection_slots"]),
     ("q2", "k_v_weights_swapped", slots(A="W_v_h", G="W_k_h"), ["q2_projection_slots"]),
     (
@@ -166,6 +180,13 @@ ROWS = [
     ("q2", "missing_slot", slots(I=None), ["q2_activation_slots"]),
     ("q2", "unknown_name", slots(I="softmax"), True),
     ("q2", "list_of_pairs", "SLOTS = [('A', 'W_k_h'), ('B', 'concat')]\n", True),
+    (
+        "q2",
+        "numbered_slots",
+        "SLOTS = dict(enumerate(['W_k_h', 'concat', 'K_h', 'W_q_h', 'V_h', 'W_o', 'W_v_h',"
+        " 'Q_h', 'H_h']))\n",
+        True,
+    ),
     # Q3(a): Q, K, V typed or computed
     ("q3a", "typed_lists", qkv("[[4, 0], [1, 1]]", "[[3, 1], [1, 3]]", "[[2, 0], [0, 2]]"), ()),
     (
@@ -182,6 +203,7 @@ ROWS = [
         "Q, K, V = (torch.tensor(X) @ torch.tensor(W) for W in (W_q, W_k, W_v))\n",
         (),
     ),
+    ("q3a", "list_of_rows", qkv("list(X @ W_q)", "list(X @ W_k)", "list(X @ W_v)"), ()),
     ("q3a", "einsum", qkv(*(f"np.einsum('nd,de->ne', X, {w})" for w in ("W_q", "W_k", "W_v"))), ()),
     ("q3a", "column_convention", qkv("W_q @ X", "W_k @ X", "W_v @ X"), True),
     ("q3a", "transposed_weights", qkv("X @ W_q.T", "X @ W_k.T", "X @ W_v.T"), True),
@@ -269,6 +291,16 @@ ROWS = [
     ),
     (
         "q3c",
+        "named_subclass",
+        "class RowLinear(nn.Linear):\n    pass\n\n\n"
+        + linear(
+            "    layer = RowLinear(d_in, d_out, bias=False)\n"
+            "    layer.weight.data = W.T.float()\n    return layer"
+        ),
+        (),
+    ),
+    (
+        "q3c",
         "weight_not_transposed",
         linear(
             "    layer = nn.Linear(d_in, d_out, bias=False)\n"
@@ -319,6 +351,17 @@ ROWS = [
         "class RowLinear(nn.Linear):\n    def forward(self, x):\n        return x @ self.W\n\n\n"
         + linear(
             "    layer = RowLinear(d_in, d_out, bias=False)\n    layer.W = W\n    return layer"
+        ),
+        True,
+    ),
+    (
+        "q3c",
+        "forward_overridden",
+        "class ShiftedLinear(nn.Linear):\n    def forward(self, x):\n"
+        "        return super().forward(x) + 1\n\n\n"
+        + linear(
+            "    layer = ShiftedLinear(d_in, d_out, bias=False)\n"
+            "    layer.weight.data = W.T.float()\n    return layer"
         ),
         True,
     ),
@@ -399,6 +442,12 @@ ROWS = [
         "q4c",
         "heads_reversed",
         splits(SOL_CHUNK, "return (X @ W.view(d, n_heads, d_h).transpose(0, 1)).flip(0)"),
+        ["q4c_project_per_head"],
+    ),
+    (
+        "q4c",
+        "heads_not_stacked",
+        splits(SOL_CHUNK, "return [X @ W[:, h * d_h : (h + 1) * d_h] for h in range(n_heads)]"),
         ["q4c_project_per_head"],
     ),
     (

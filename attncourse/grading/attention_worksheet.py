@@ -1,16 +1,23 @@
 """Hidden checks of assignment 2, the attention worksheet (shapes, toy forward passes, block matrices).
 
 Conventions of this worksheet: row vectors, ``Q = X W`` with ``W`` of shape
-(d_in, d_out), unscaled by nothing but ``1/sqrt(d_k)``. Every reference here is
-computed independently in float64 from the worksheet's numbers or from random
-instances the check draws itself; the notebook's own cells are never trusted.
+(d_in, d_out), unscaled by nothing but ``1/sqrt(d_k)``.
 
-Every check starts with :func:`attncourse.checks.restore_pristine` (through
-:func:`get`), so a student cell that rebinds torch, numpy or builtins cannot
-change what the check computes.
+The checks run in the judge, never in the student's kernel (see
+:mod:`attncourse.judge`). Each receives the notebook's namespace as a
+:class:`~attncourse.judge.remote.StudentNamespace`: typed answers (``Q``,
+``SLOTS``, ``Y_mha``...) come back as plain data, and the student's functions
+are called in the kernel on inputs drawn from the run's secret
+(:func:`attncourse.checks.rng_for`, :func:`~attncourse.checks.generator`), as
+float64 tensors on the kernel's CPU (every function here is a few small matrix
+products). Every reference is computed here in float64 on the CPU from the
+worksheet's numbers or from those inputs; the notebook's own cells are never
+trusted. The margins beside each threshold were measured over 500 secrets with
+``tests/margins_attention_worksheet.py``.
 """
 
 import math
+from functools import partial
 
 import numpy as np
 import torch
@@ -22,13 +29,18 @@ from attncourse.checks import (
     call,
     check_close,
     check_shape,
+    closest_mistake,
+    describe,
     distinct_dims,
     fail,
+    generator,
+    rel_error,
     rng_for,
     tensor,
 )
+from attncourse.judge.remote import Remote
 
-get = answer
+get = answer  # the answer lookup under its old name (kept for modules that import it)
 
 
 # ---------------------------------------------------------------- Q1 shapes
@@ -80,19 +92,33 @@ def _q1_cause(shape, expected, B, n, d):
     return causes.get(shape)
 
 
+def _q1_draws(part):
+    """Two draws of distinct (B, n, d) that differ in every dimension.
+
+    With independent draws a hard-coded answer such as ``((5, 5),) * 3`` passed when
+    both draws had d = 5 (about 1 secret in 121; measured: 1 of 500); two draws that
+    differ in each dimension cannot both match a constant.
+    """
+    rng = rng_for(f"worksheet-{part}")
+    first = distinct_dims(rng, ["B", "n", "d"])
+    while True:
+        second = distinct_dims(rng, ["B", "n", "d"])
+        if all(second[k] != first[k] for k in first):
+            return first, second
+
+
 def check_q1_shapes(ns, part):
     """Evaluate a Q1 shape function at two draws of distinct (B, n, d) and compare each shape."""
     fn = get(ns, Q1_FUNCTIONS[part], f"Q1 {part}")
     names = Q1_QUANTITIES[part]
-    for draw in range(2):
-        dims = distinct_dims(rng_for(f"worksheet-{part}-{draw}"), ["B", "n", "d"])
+    for dims in _q1_draws(part):
         B, n, d = dims["B"], dims["n"], dims["d"]
         got = call(fn, (B, n, d), f"{Q1_FUNCTIONS[part]}({B}, {n}, {d})")
         if type(got) not in (tuple, list) or len(got) != 3:
             fail(
                 f"Q1 {part}: return one shape per quantity {names}",
                 "a tuple of three shape tuples",
-                f"{type(got).__name__} {repr(got)[:80]}",
+                describe(got),
             )
         for name, shape, expected in zip(names, got, _q1_expected(part, B, n, d), strict=True):
             what = f"Q1 {part}: shape of {name} for B={B}, n={n}, d={d}"
@@ -119,25 +145,67 @@ SLOT_GROUPS = {
     "activations": ("H", "C", "E", "I"),
     "combination": ("B", "F"),
 }
-_VOCAB_BY_LOWER = {str.lower(v): v for v in VOCABULARY}
+_VOCAB_BY_LOWER = {v.lower(): v for v in VOCABULARY}
+
+
+def _as_plain_dict(slots):
+    """``SLOTS`` as a plain dict: a dict subclass (OrderedDict...) is copied by the kernel's dict.
+
+    A dict whose keys are all strings arrives as data; a dict subclass arrives as a
+    handle, and ``dict(SLOTS)`` in the kernel (``dict`` found in the class's MRO)
+    turns it into data. Only the data is judged, so a subclass that lies about its
+    items can only misstate its own answer.
+    """
+    if not isinstance(slots, Remote):
+        return slots
+    try:
+        mro = slots.attr("__class__").attr("__mro__")
+    except AttributeError:
+        return slots
+    if type(mro) is not tuple:
+        return slots
+    base = next(
+        (
+            c
+            for c in mro
+            if isinstance(c, Remote) and c.cls == "builtins.type" and c.__name__ == "dict"
+        ),
+        None,
+    )
+    if base is None or not slots.is_a(base):
+        return slots
+    return call(base, (slots,), "Q2: dict(SLOTS)")
 
 
 def _normalised_slots(slots):
-    """The answered slot dict with upper-case letters and canonical vocabulary names."""
+    """The answered slot dict with upper-case letters and canonical vocabulary names.
+
+    ``SLOTS`` arrives as plain data: a dict whose keys are all strings comes back as
+    a dict, a dict subclass is copied into one (:func:`_as_plain_dict`); anything
+    else (a list of pairs, a dict keyed by other objects) is not a slot dict.
+    """
+    slots = _as_plain_dict(slots)
     if type(slots) is not dict:
         fail(
             "Q2: SLOTS must be a dict from slot letter to quantity",
             "a dict such as {'A': 'W_k_h', ...}",
-            type(slots).__name__,
+            describe(slots),
+            "keys that are not all strings: the keys are the slot letters 'A' .. 'I'"
+            if isinstance(slots, Remote)
+            else None,
         )
     out = {}
-    for key, value in dict.items(slots):
-        if type(key) is not str or type(value) is not str:
-            fail("Q2: slot letters and quantities are strings", "str: str", f"{key!r}: {value!r}")
-        name = _VOCAB_BY_LOWER.get(str.lower(str.strip(value)))
+    for key, value in slots.items():
+        if type(value) is not str:
+            fail(
+                "Q2: slot letters and quantities are strings",
+                "str: str",
+                f"{key!r}: {describe(value)}",
+            )
+        name = _VOCAB_BY_LOWER.get(value.strip().lower())
         if name is None:
             fail(f"Q2: slot {key!r} holds an unknown quantity", f"one of {VOCABULARY}", repr(value))
-        out[str.upper(str.strip(key))] = name
+        out[key.strip().upper()] = name
     return out
 
 
@@ -173,15 +241,20 @@ TOY_WV = ((2.0, -2.0), (0.0, 2.0))
 TOY_WO = ((2.0, 0.0), (0.0, 1.0))
 TOY_WEIGHTS = ((1.0, 0.0), (0.5, 0.5))  # the worksheet's rounded softmax
 
-# Integer answers typed by hand are exact; float64 computations are within 1e-15.
+# Integer answers typed by hand are exact; float64 computations are within 1e-15 (measured,
+# 500 secrets: Q4(c) at most 2.6e-16, Q3(a) and Q5 exactly 0). The nearest mistakes of the
+# case table are at 0.17 (Q5(a) interleaved, Q5(b) a mistyped entry), 0.22 (Q3(a) a typo)
+# and 0.69 (Q4(c), over 500 secrets).
 EXACT_TOL = 1e-9
 # Y computed from the rounded weights is [[4, 0], [2, 1]]; from the exact softmax it is
 # [[3.986, 0.007], [2, 1]] (relative distance 3.4e-3); typed to 2 decimals, 3.1e-3.
-# The nearest wrong answer (forgot W^(o)) is at 0.45: 1e-2 leaves a 3x margin above the
-# exact answer and 45x below the nearest mistake.
+# The nearest wrong answers of the case table (column order W^(o) H, one mistyped entry)
+# are at 0.22 from both references, forgot W^(o) at 0.49 (measured): 1e-2 leaves a 3x
+# margin above the exact answer and 22x below the nearest mistake.
 APPROX_TOL = 1e-2
-# nn.Linear holds float32 by default: a correct weight copied from float64 is off by ~3e-8
-# (measured); every named mistake of Q3(c) is off by more than 0.1.
+# nn.Linear holds float32 by default: over 500 secrets a correct weight copied from float64
+# and the layer's output on a float32 input were within 1.6e-7 of W^T and X W (measured);
+# every wrong weight or forward of the case table was off by more than 0.19.
 FLOAT32_TOL = 1e-5
 
 
@@ -194,18 +267,21 @@ def as_matrix(value, what):
     if type(value) in (list, tuple):
         rows = []
         for row in value:
+            if type(row) in (torch.Tensor, np.ndarray) and row.ndim == 1:  # list(array)
+                rows.append(tensor(row, what).tolist())
+                continue
             if type(row) not in (list, tuple):
-                fail(f"{what}: a matrix is a list of rows", "[[a, b], [c, d]]", repr(value)[:80])
+                fail(f"{what}: a matrix is a list of rows", "[[a, b], [c, d]]", describe(value))
             items = []
             for item in row:
-                if type(item) in (int, float) or isinstance(item, (np.integer, np.floating)):
+                if type(item) in (int, float):  # numpy scalars arrive as int and float
                     items.append(float(item))
                 else:
-                    fail(f"{what}: entries must be numbers", "int or float", repr(item)[:40])
+                    fail(f"{what}: entries must be numbers", "int or float", describe(item))
             rows.append(items)
         lengths = {len(r) for r in rows}
         if len(lengths) != 1:
-            fail(f"{what}: rows of different lengths", "a rectangular matrix", repr(value)[:80])
+            fail(f"{what}: rows of different lengths", "a rectangular matrix", describe(value))
         return _t(rows)
     return tensor(value, what)
 
@@ -272,32 +348,51 @@ def check_q3_toy_output(ns):
         )
 
 
+def _linear_weight_mistakes(W):
+    """Weights of the named wrong layers that have the right shape (d_out, d_in)."""
+    d_in, d_out = W.shape
+    return {
+        "reshaped W to (d_out, d_in) instead of transposing it: reshape keeps the memory "
+        "order, W.T swaps the axes": W.reshape(d_out, d_in),
+        "used the pseudo-inverse of W: nn.Linear's weight is simply W^T": torch.linalg.pinv(W),
+    }
+
+
 def check_q3_linear_bridge(ns):
-    """linear_from_row_weight(W) is a bias-free nn.Linear computing X W for W (d_in, d_out)."""
+    """linear_from_row_weight(W) is a bias-free nn.Linear computing X W for W (d_in, d_out).
+
+    The layer stays in the kernel: its attributes come back as data, and it is
+    called there on an input of its own dtype; its output must be X W.
+    """
     fn = get(ns, "linear_from_row_weight", "Q3(c)")
     dims = distinct_dims(rng_for("worksheet-q3c"), ["n", "d_in", "d_out"])
     n, d_in, d_out = dims["n"], dims["d_in"], dims["d_out"]
-    gen = torch.Generator().manual_seed(3)
+    gen = generator("worksheet-q3c-data")
     W = torch.randn(d_in, d_out, generator=gen, dtype=torch.float64)
     X = torch.randn(n, d_in, generator=gen, dtype=torch.float64)
-    layer = call(fn, (W.clone(),), f"linear_from_row_weight(W of shape ({d_in}, {d_out}))")
-    if type(layer) is not torch.nn.Linear:
+    layer = call(fn, (W,), f"linear_from_row_weight(W of shape ({d_in}, {d_out}))")
+    if not (isinstance(layer, Remote) and layer.is_a("linear")):
         fail(
             "Q3(c): return an nn.Linear",
             "torch.nn.Linear",
-            type(layer).__name__,
-            "returned the weight tensor (or a subclass) instead of the layer",
+            describe(layer),
+            "returned the weight tensor (or another object) instead of the layer",
         )
-    if layer.bias is not None:
+    if getattr(layer, "bias", None) is not None:
         fail("Q3(c): the layer has a bias", "bias=False", "a bias", "Q = X W has no bias term")
-    if (layer.in_features, layer.out_features) != (d_in, d_out):
+    features = (getattr(layer, "in_features", None), getattr(layer, "out_features", None))
+    if features != (d_in, d_out):
         fail(
             f"Q3(c): in_features, out_features for W of shape ({d_in}, {d_out})",
             (d_in, d_out),
-            (layer.in_features, layer.out_features),
+            features,
             "nn.Linear(in, out): W's rows are the input features",
         )
-    weight = tensor(layer.weight, "Q3(c): layer.weight")
+    stored = getattr(layer, "weight", None)
+    if type(stored) is not torch.Tensor:
+        tensor(stored, "Q3(c): layer.weight")  # names what it is instead
+        fail("Q3(c): layer.weight must be a tensor", "torch.Tensor", describe(stored))
+    weight = tensor(stored, "Q3(c): layer.weight")
     if tuple(weight.shape) != (d_out, d_in):
         fail(
             "Q3(c): nn.Linear stores its weight as (out_features, in_features)",
@@ -305,12 +400,38 @@ def check_q3_linear_bridge(ns):
             tuple(weight.shape),
             "stored W itself: nn.Linear's weight is W^T",
         )
-    check_close(
-        "Q3(c): layer(X) against X W",
-        torch.nn.functional.linear(X, weight.to(torch.float64)),
-        torch.matmul(X, W),
-        FLOAT32_TOL,
+    err = rel_error(weight, W.T)
+    if not err <= FLOAT32_TOL:
+        fail(
+            "Q3(c): layer.weight against W^T: values differ",
+            f"relative error <= {FLOAT32_TOL:.1e}",
+            f"relative error {err:.3e}",
+            closest_mistake(weight, _linear_weight_mistakes(W), FLOAT32_TOL)
+            or "the weight is not W^T: nn.Linear starts from random weights until W^T is "
+            "copied into it",
+        )
+    out = call(
+        layer,
+        (X.to(stored.dtype),),
+        f"layer(X) for X of shape ({n}, {d_in})",
+        no_grad=True,
     )
+    out = tensor(out, "Q3(c): layer(X)")
+    if tuple(out.shape) != (n, d_out):
+        fail(
+            "Q3(c): layer(X) has the wrong shape",
+            (n, d_out),
+            tuple(out.shape),
+            "the layer's forward was changed: an (n, d_in) input must give (n, d_out)",
+        )
+    err = rel_error(out, torch.matmul(X, W))
+    if not err <= FLOAT32_TOL:
+        fail(
+            "Q3(c): layer(X) against X W: values differ",
+            f"relative error <= {FLOAT32_TOL:.1e}",
+            f"relative error {err:.3e}",
+            "layer.weight is W^T, yet layer(X) is not X W: the layer's forward was changed",
+        )
 
 
 # ---------------------------------------------------------------- Q4 block matrices, numerically
@@ -319,17 +440,18 @@ def check_q3_linear_bridge(ns):
 def _q4_instance(name):
     dims = distinct_dims(rng_for(f"worksheet-q4-{name}"), ["n", "H", "d_h"])
     n, H, d_h = dims["n"], dims["H"], dims["d_h"]
-    gen = torch.Generator().manual_seed(4)
+    gen = generator(f"worksheet-q4-{name}-data")
     X = torch.randn(n, H * d_h, generator=gen, dtype=torch.float64)
     W = torch.randn(H * d_h, H * d_h, generator=gen, dtype=torch.float64)
     return n, H, d_h, X, W
 
 
-def _q4_reference(X, W, H, d_h):
-    return torch.stack([torch.matmul(X, W[:, h * d_h : (h + 1) * d_h]) for h in range(H)])
+def _q4_reference(X, W, d_h):
+    """Head h is X W[:, h d_h:(h+1) d_h]: W's contiguous column blocks, one batched product."""
+    return torch.matmul(X, torch.stack(W.split(d_h, dim=1)))
 
 
-def _q4_mistakes(X, W, H, d_h):
+def _q4_mistakes(X, W, H, d_h, reference):
     n = X.shape[0]
     Q = torch.matmul(X, W)
     return {
@@ -339,8 +461,8 @@ def _q4_mistakes(X, W, H, d_h):
         "interleaved split: head h took every H-th column, not a contiguous block": Q.reshape(
             n, d_h, H
         ).permute(2, 0, 1),
-        "heads in reverse order": _q4_reference(X, W, H, d_h).flip(0),
-        "used X W^T": _q4_reference(X, W.T, H, d_h),
+        "heads in reverse order": reference.flip(0),
+        "used X W^T": _q4_reference(X, W.T, d_h),
     }
 
 
@@ -348,13 +470,21 @@ def check_q4_split(ns, which):
     """``which``(X, W, n_heads) returns (n_heads, n, d_h), head h = X W[:, h d_h:(h+1) d_h]."""
     fn = get(ns, which, "Q4(c)")
     n, H, d_h, X, W = _q4_instance(which)
-    got = call(fn, (X.clone(), W.clone(), H), f"{which}(X, W, {H})")
+    got = call(fn, (X, W, H), f"{which}(X, W, {H})")
+    if type(got) in (tuple, list) and got and all(type(g) is torch.Tensor for g in got):
+        fail(
+            f"Q4(c): {which}(X, W, n_heads={H}) must return one tensor",
+            f"a tensor of shape (n_heads, n, d_h) = ({H}, {n}, {d_h})",
+            f"a {type(got).__name__} of {len(got)} tensors",
+            "the heads were not stacked: torch.stack(heads) puts the head axis first",
+        )
+    reference = _q4_reference(X, W, d_h)
     check_close(
         f"Q4(c): {which}(X, W, n_heads={H}) with n={n}, d_h={d_h}",
         got,
-        _q4_reference(X, W, H, d_h),
+        reference,
         EXACT_TOL,
-        mistakes=_q4_mistakes(X, W, H, d_h),
+        mistakes=_q4_mistakes(X, W, H, d_h, reference),
         shape_cause="expected (n_heads, n, d_h): move the head axis first",
     )
 
@@ -434,3 +564,22 @@ def check_q5_concat_output(ns):
         },
         shape_cause="Y = H W^(o) has shape (2, 4)",
     )
+
+
+# grade_id of each test cell -> the check the judge runs for it (tests/test_judge.py: one each)
+CHECKS = {
+    "q1a_projection_weight_shapes": partial(check_q1_shapes, part="q1a"),
+    "q1b_activation_shapes": partial(check_q1_shapes, part="q1b"),
+    "q1c_score_shapes": partial(check_q1_shapes, part="q1c"),
+    "q1d_output_shapes": partial(check_q1_shapes, part="q1d"),
+    "q2_projection_slots": partial(check_q2_slots, group="projections"),
+    "q2_activation_slots": partial(check_q2_slots, group="activations"),
+    "q2_combination_slots": partial(check_q2_slots, group="combination"),
+    "q3a_toy_qkv": check_q3_toy_qkv,
+    "q3b_toy_output": check_q3_toy_output,
+    "q3c_linear_bridge": check_q3_linear_bridge,
+    "q4c_chunk_after_projection": partial(check_q4_split, which="chunk_after_projection"),
+    "q4c_project_per_head": partial(check_q4_split, which="project_per_head"),
+    "q5a_head_splits": check_q5_head_splits,
+    "q5b_concat_output": check_q5_concat_output,
+}
