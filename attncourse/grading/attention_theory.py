@@ -1,33 +1,40 @@
 """Hidden checks of assignment 3, attention as a soft lookup: constructions (c)-(e), simulation (f), lab.
 
 The attention of this set has no scaling: ``alpha = softmax(K q)``, ``c = alpha V``
-(keys and values are the rows of K and V). Every check draws its own random
-instances (seeded, all dimensions distinct) and computes its reference in
-float64 with torch's numerically stable softmax. The constructions are checked
-by the property the question asks for (the weights they produce), so every
-correct construction earns the points, not only the model answer's.
+(keys and values are the rows of K and V). The checks run in the judge, never in
+the student's kernel: each draws its instances from the run's secret
+(:func:`attncourse.checks.rng_for`, :func:`~attncourse.checks.generator`), calls the
+student's function in the kernel on them (float64 tensors on the kernel's CPU: the
+simulations take a CPU ``torch.Generator``) and judges the plain data that comes
+back against references computed here in float64 with torch's numerically stable
+softmax. The constructions are checked by the property the question asks for (the
+weights they produce), so every correct construction earns the points, not only
+the model answer's. The simulations are compared with the judge's own simulation
+of the same instance; their tolerances hold for every secret with overwhelming
+probability (see the measurements beside each threshold, from
+``tests/margins_attention_theory.py``).
 """
 
 import math
 
+import numpy as np
 import torch
 
 from attncourse import rules
 from attncourse.checks import (
+    answer,
     call,
     check_close,
     distinct_dims,
     fail,
+    generator,
     rng_for,
+    seed_for,
     tensor,
 )
-from attncourse.grading.attention_worksheet import get
+from attncourse.judge.remote import Remote, StudentRaised
 
 F64 = torch.float64
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def orthonormal_rows(n, d, gen):
@@ -39,6 +46,50 @@ def orthonormal_rows(n, d, gen):
 def weights(q, K):
     """The set's attention weights softmax(K q) for one query (d,) and keys (n, d)."""
     return torch.softmax(K @ q, dim=-1)
+
+
+def kernel_generator(ns, test_id, part):
+    """A handle to a fresh CPU ``torch.Generator`` in the kernel, seeded from the run's secret.
+
+    The simulations take a generator; a generator is an object, not data, so it is
+    made in the kernel (from the notebook's ``torch``, imported by the course's
+    first cell) and passed to the student's function as a handle. Nothing of the
+    verdict depends on it: the samples are judged by their statistics.
+    """
+    module = ns.get("torch")
+    try:
+        if not isinstance(module, Remote):
+            raise AttributeError("torch")
+        gen = module.Generator.call(ref=True)
+        gen.manual_seed.call(seed_for(test_id))
+    except (AttributeError, StudentRaised):
+        fail(
+            f"{part}: the grader could not make a torch.Generator for your function",
+            "`torch` in the notebook is the torch module (imported by the first cell)",
+            "the name `torch` was rebound or deleted",
+            "do not reassign `torch`; import what you need under another name",
+        )
+    return gen
+
+
+def beyond(value, limit):
+    """True when a measured ``value`` exceeds its ``limit`` (NaN does).
+
+    Every statistical threshold of this module is compared here, so
+    ``tests/margins_attention_theory.py`` can record each comparison.
+    """
+    return not value <= limit
+
+
+def worst_beyond(comparisons):
+    """Of ``(item, value, limit)`` triples, the item whose value exceeds its limit by the
+    largest factor, or None when all are within (every comparison goes through :func:`beyond`)."""
+    over = [
+        (value / limit if value == value and limit > 0 else math.inf, index)
+        for index, (_, value, limit) in enumerate(comparisons)
+        if beyond(value, limit)
+    ]
+    return comparisons[max(over)[1]][0] if over else None
 
 
 def _vector(value, d, what):
@@ -70,9 +121,10 @@ def _describe_weights(alpha, i, j):
 # ------------------------------------------------------------------------- (c)
 
 # (c): weights within 1e-3 of (1/2, 1/2, 0, ...) in total variation, as the question states.
-# Measured on the instances below (tests/cases_attention_theory.py): correct answers
-# (beta = 20 .. 1e4, shifted by sum(K) or by a vector off the keys) <= 9.3e-9; the closest
-# mistake (beta = 3) 0.18, then beta = 1 at 0.62. 1e-3 is 1e5x and 180x from them.
+# Measured (tests/margins_attention_theory.py; the solution over 200 secrets, every case over
+# 20): correct answers (beta = 20 .. 1e4, shifted by sum(K) or by a vector off the keys) <=
+# 1.1e-8 (the solution, beta = 20, n = 12); the closest mistake (beta = 3, at n = 4) >= 0.047,
+# then beta = 1 at >= 0.27. 1e-3 is 1e5x above the one and 47x below the other.
 AVERAGE_TV = 1e-3
 
 
@@ -85,17 +137,17 @@ def _tv_to_average(alpha, i, j):
 
 def check_query_for_average(ns):
     """(c): query_for_average(K, i, j) puts weight 1/2 on keys i and j (orthonormal keys)."""
-    fn = get(ns, "query_for_average", "(c)")
+    fn = answer(ns, "query_for_average", "(c)")
     rng = rng_for("theory-c")
     for trial in range(4):
         n = rng.randint(4, 12)
         d = n + rng.randint(0, 5)
         i, j = rng.sample(range(n), 2)
-        K = orthonormal_rows(n, d, _gen(100 + trial))
-        q = _vector(call(fn, (K.clone(), i, j), f"query_for_average(K, {i}, {j})"), d, "(c): q")
+        K = orthonormal_rows(n, d, generator(f"theory-c-keys-{trial}"))
+        q = _vector(call(fn, (K, i, j), f"query_for_average(K, {i}, {j})"), d, "(c): q")
         alpha = weights(q, K)
         tv = float(_tv_to_average(alpha, i, j))
-        if tv > AVERAGE_TV:
+        if beyond(tv, AVERAGE_TV):
             fail(
                 f"(c): weights for n={n} orthonormal keys in R^{d}, i={i}, j={j}",
                 f"alpha_i = alpha_j = 1/2 (total variation <= {AVERAGE_TV})",
@@ -107,8 +159,10 @@ def check_query_for_average(ns):
 
 # ------------------------------------------------------------------------- (d)
 
-# (d) float64, exact construction: measured <= 1.2e-15 for 2 S S^T, 2 (I - T T^T),
-# einsum and projector-plus-null-part answers; the nearest mistake (no factor 2) is at 0.5.
+# (d) float64, exact construction: measured relative errors <= 4.3e-15 for 2 S S^T,
+# 2 (I - T T^T), einsum, S (S^T S)^-1 S^T and projector-plus-null-part answers (the solution
+# over 200 secrets, each alternative over 20); the nearest mistakes are the column-vector
+# convention (>= 0.044, it depends on the random null part) and no factor 2 (0.5).
 RECOVERY_TOL = 1e-9
 
 
@@ -116,11 +170,11 @@ def _subspaces(trial):
     dims = distinct_dims(rng_for(f"theory-d-{trial}"), ["s", "t", "extra"], low=1, high=5)
     s, t = dims["s"], dims["t"]
     d = s + t + dims["extra"]
-    basis = orthonormal_rows(s + t, d, _gen(200 + trial)).T  # (d, s + t), orthonormal columns
+    basis = orthonormal_rows(s + t, d, generator(f"theory-d-basis-{trial}")).T  # (d, s + t)
     return d, s, t, basis[:, :s].contiguous(), basis[:, s:].contiguous()
 
 
-def _recovery_mistakes(S, T, C, v_i, v_j):
+def _recovery_mistakes(C, v_i, v_j):
     return {
         "missing the factor 2: c M = v_i / 2": v_i / 2,
         "recovers v_j: projected onto T's span instead of S's": v_j,
@@ -131,20 +185,18 @@ def _recovery_mistakes(S, T, C, v_i, v_j):
 
 def check_recovery_matrix(ns):
     """(d): recovery_matrix(S, T) gives M with c M = v_i for every v_i in span S, v_j in span T."""
-    fn = get(ns, "recovery_matrix", "(d)")
+    fn = answer(ns, "recovery_matrix", "(d)")
     for trial in range(3):
         d, s, t, S, T = _subspaces(trial)
-        M = tensor(
-            call(fn, (S.clone(), T.clone()), f"recovery_matrix(S ({d}x{s}), T ({d}x{t}))"), "(d): M"
-        )
+        M = tensor(call(fn, (S, T), f"recovery_matrix(S ({d}x{s}), T ({d}x{t}))"), "(d): M")
         if tuple(M.shape) != (d, d):
             cause = "S^T S instead of S S^T" if tuple(M.shape) == (s, s) else None
             fail(f"(d): shape of M for d={d}", (d, d), tuple(M.shape), cause)
-        gen = _gen(300 + trial)
+        gen = generator(f"theory-d-values-{trial}")
         v_i = torch.randn(6, s, generator=gen, dtype=F64) @ S.T  # (6, d): rows in span S
         v_j = torch.randn(6, t, generator=gen, dtype=F64) @ T.T  # (6, d): rows in span T
         C = (v_i + v_j) / 2
-        mistakes = _recovery_mistakes(S, T, C, v_i, v_j)
+        mistakes = _recovery_mistakes(C, v_i, v_j)
         if not bool(torch.allclose(M, M.T)):
             mistakes["column-vector convention: M c = v_i holds but the question asks c M"] = (
                 M @ C.T
@@ -161,11 +213,12 @@ def check_recovery_matrix(ns):
 # ------------------------------------------------------------------------- (e)
 
 # (e) mean total variation between the weights and (1/2, 1/2) over 4000 key draws, at
-# eps = 1e-6 and 1e-8, n in 5..16. Measured (worst of the two): beta = 10 -> 0.004,
-# 20 -> 0.008, -log(eps) -> 0.006, eps^-1/5 -> 0.006, eps^-1/4 -> 0.013; mistakes:
-# beta = 1/sqrt(eps) or 1e3 -> 0.28, beta = 1 -> 0.67, beta = 1/eps -> 0.5, one mean only
-# -> 0.5. 0.05 is 3.9x above the worst correct answer and 5.6x below the closest mistake;
-# the sampling error of each mean is < 1e-3.
+# eps = 1e-6 and 1e-8, n in 5..16. Measured (worst of the two eps; the solution over 200
+# secrets, every case over 20): beta = 10 -> 0.0042, 20 -> 0.0082, -log(eps) -> 0.0057,
+# eps^-1/5 -> 0.0065, eps^-1/4 (the solution) -> 0.013; mistakes: beta = 1e3 and 1/sqrt(eps)
+# -> >= 0.272 (over 200 secrets each), beta = 1 -> >= 0.36, beta = 1/eps and one mean only ->
+# 0.50. 0.05 is 3.8x above the worst correct answer and 5.4x below the closest mistake; the
+# sampling error of each mean is < 1e-3, so no secret moves an answer across it.
 NOISY_TV = 0.05
 NOISY_DRAWS = 4000
 
@@ -181,25 +234,23 @@ def sample_noisy_keys(mu, eps, n_samples, gen, x=None):
 
 def check_query_for_noisy_keys(ns):
     """(e): query_for_noisy_keys(mu, i, j, eps) keeps c ~ (v_i + v_j)/2 when keys are noisy."""
-    fn = get(ns, "query_for_noisy_keys", "(e)")
+    fn = answer(ns, "query_for_noisy_keys", "(e)")
     rng = rng_for("theory-e")
     for trial, eps in enumerate((1e-6, 1e-8)):
         n = rng.randint(5, 16)
         d = n + rng.randint(1, 4)
         i, j = rng.sample(range(n), 2)
-        mu = orthonormal_rows(n, d, _gen(400 + trial))
+        mu = orthonormal_rows(n, d, generator(f"theory-e-mu-{trial}"))
         q = _vector(
-            call(fn, (mu.clone(), i, j, eps), f"query_for_noisy_keys(mu, {i}, {j}, {eps})"),
-            d,
-            "(e): q",
+            call(fn, (mu, i, j, eps), f"query_for_noisy_keys(mu, {i}, {j}, {eps})"), d, "(e): q"
         )
-        keys = sample_noisy_keys(mu, eps, NOISY_DRAWS, _gen(500 + trial))
+        keys = sample_noisy_keys(mu, eps, NOISY_DRAWS, generator(f"theory-e-keys-{trial}"))
         alpha = torch.softmax(keys @ q, dim=-1)  # (draws, n)
         tv = _tv_to_average(alpha, i, j)
-        if float(tv.mean()) > NOISY_TV:
+        if beyond(float(tv.mean()), NOISY_TV):
             mean_alpha = alpha.mean(0)
             cause = _describe_weights(mean_alpha, i, j)
-            if float(tv.mean()) > NOISY_TV and float(_tv_to_average(mean_alpha, i, j)) < NOISY_TV:
+            if float(_tv_to_average(mean_alpha, i, j)) < NOISY_TV:
                 cause = (
                     "right on average but each draw tips to k_i or k_j: the scale is so large "
                     "that the key noise (std sqrt(eps)) decides; keep beta sqrt(eps) small"
@@ -216,17 +267,27 @@ def check_query_for_noisy_keys(ns):
 # ------------------------------------------------------------------------- (f)
 
 F_SAMPLES = 20000
-# Sample statistics of keys with N = 20000 draws: the variance along mu_x (1/2 + eps) is
-# estimated within ~1% (relative standard error sqrt(2/N)), the noise variance eps in the
-# other directions within ~1% as well (averaged over d - 1 directions). 10% tolerance
-# is > 7 standard errors; the named mistakes are off by factors of 2 or more.
+# Sample statistics of the student's keys, N = 20000 draws (the secret seeds the kernel's
+# generator). Relative standard error of a sample variance: sqrt(2/N) = 1.0% (along mu_x and
+# for the other key along its mean; averaged over d - 1 directions across mu_x it is smaller),
+# so 10% is 10 standard errors: a correct sampler fails with probability ~1e-23. Measured
+# (the solution over 200 secrets: 0 failures; MultivariateNormal, Cholesky, scaled mask over
+# 20 each): correct samplers are at most 3.9% off; the named mistakes are off by factors of 2
+# or more (closest: the 1/2 on the std, 0.25 instead of 0.5, 4.9x the tolerance; eps as the
+# std: eps^2 instead of eps). The sample mean of key x along mu_x has standard error
+# sqrt(0.5/N) = 0.005: the 0.05 bound is 10 of them (one z for all draws: >= 3.2x the bound).
 STAT_RTOL = 0.1
+MEAN_TOL = 0.05
 
 
-def _f_instance():
-    n, d, x, eps = 6, 9, 2, 1e-4
-    mu = orthonormal_rows(n, d, _gen(600))
-    return n, d, x, eps, mu
+def _f_instance(name):
+    """n, d, x, eps and orthonormal means mu of one simulation, drawn from the secret."""
+    rng = rng_for(name)
+    n = rng.randint(5, 7)
+    d = n + rng.randint(1, 3)
+    x = rng.randrange(n)
+    eps = 10 ** rng.uniform(-6, -4)
+    return n, d, x, eps, orthonormal_rows(n, d, generator(f"{name}-mu"))
 
 
 def _variance_along(keys, direction):
@@ -234,64 +295,64 @@ def _variance_along(keys, direction):
     return float(proj.var())
 
 
+def _variance_cause(name, got, eps):
+    causes = {
+        0.25 + eps: "mu_x mu_x^T / 2 is the covariance: scale by 1/sqrt(2), not 1/2",
+        1.0 + eps: "missing the 1/2 in mu_x mu_x^T / 2",
+        eps * eps: "eps is a variance: the noise std is sqrt(eps)",
+        math.sqrt(eps): "eps is a variance: the noise std is sqrt(eps)",
+    }
+    cause = next((c for v, c in causes.items() if abs(got - v) <= STAT_RTOL * v), None)
+    if cause is None and abs(got - eps) <= STAT_RTOL * eps and name.startswith("key x along"):
+        cause = "key x was not changed (or the change went to another key)"
+    if cause is None and name.startswith("key ") and not name.startswith("key x") and got > 0.2:
+        cause = "the covariance change applies to key x only"
+    return cause
+
+
 def check_sample_keys(ns):
     """(f): sample_keys(mu, eps, x, n_samples, generator) draws keys with the changed covariance."""
-    fn = get(ns, "sample_keys", "(f)")
-    n, d, x, eps, mu = _f_instance()
+    fn = answer(ns, "sample_keys", "(f)")
+    n, d, x, eps, mu = _f_instance("theory-f-keys")
+    gen = kernel_generator(ns, "theory-f-keys-kernel", "(f)")
     keys = tensor(
-        call(fn, (mu.clone(), eps, x, F_SAMPLES, _gen(601)), f"sample_keys(mu, {eps}, {x}, ...)"),
+        call(fn, (mu, eps, x, F_SAMPLES, gen), f"sample_keys(mu, {eps:.3g}, {x}, {F_SAMPLES}, g)"),
         "(f): keys",
     )
     if tuple(keys.shape) != (F_SAMPLES, n, d):
         fail("(f): shape of the sampled keys", (F_SAMPLES, n, d), tuple(keys.shape))
+    if not bool(torch.isfinite(keys).all()):
+        fail("(f): the sampled keys", "finite entries", "NaN or inf")
     mean_err = float((keys.mean(0) - mu).norm(dim=-1).max())
-    if mean_err > 0.05:
+    if beyond(mean_err, MEAN_TOL):
         fail(
             "(f): the sample mean of each key is its mu_l",
-            "max distance <= 0.05",
+            f"max distance <= {MEAN_TOL}",
             f"{mean_err:.3f}",
             "the means mu_l were not added",
         )
-    expected = {"key x along mu_x": 0.5 + eps}
-    got = {"key x along mu_x": _variance_along(keys[:, x], mu[x])}
     other = (x + 1) % n
-    got[f"key {other} along mu_{other}"] = _variance_along(keys[:, other], mu[other])
-    expected[f"key {other} along mu_{other}"] = eps
     centred = keys[:, x] - keys[:, x].mean(0)
     P = torch.eye(d, dtype=F64) - torch.outer(mu[x], mu[x])
-    got["key x across mu_x (per direction)"] = float((centred @ P).pow(2).sum(-1).mean()) / (d - 1)
-    expected["key x across mu_x (per direction)"] = eps
-    for name, value in expected.items():
-        if abs(got[name] - value) > STAT_RTOL * value:
-            causes = {
-                0.25 + eps: "mu_x mu_x^T / 2 is the covariance: scale by 1/sqrt(2), not 1/2",
-                1.0 + eps: "missing the 1/2 in mu_x mu_x^T / 2",
-                eps * eps: "eps is a variance: the noise std is sqrt(eps)",
-                math.sqrt(eps): "eps is a variance: the noise std is sqrt(eps)",
-                eps / 2: None,
-            }
-            cause = next(
-                (c for v, c in causes.items() if c and abs(got[name] - v) <= STAT_RTOL * v), None
-            )
-            if (
-                cause is None
-                and abs(got[name] - eps) <= STAT_RTOL * eps
-                and name.startswith("key x along")
-            ):
-                cause = "key x was not changed (or the change went to another key)"
-            if (
-                cause is None
-                and name.startswith("key ")
-                and not name.startswith("key x")
-                and got[name] > 0.2
-            ):
-                cause = "the covariance change applies to key x only"
-            fail(
-                f"(f): sample variance of {name}",
-                f"{value:.4g} (+-{STAT_RTOL:.0%})",
-                f"{got[name]:.4g}",
-                cause,
-            )
+    measured = {
+        "key x along mu_x": (0.5 + eps, _variance_along(keys[:, x], mu[x])),
+        f"key {other} along mu_{other}": (eps, _variance_along(keys[:, other], mu[other])),
+        "key x across mu_x (per direction)": (
+            eps,
+            float((centred @ P).pow(2).sum(-1).mean()) / (d - 1),
+        ),
+    }
+    name = worst_beyond(
+        [(name, abs(got - value), STAT_RTOL * value) for name, (value, got) in measured.items()]
+    )
+    if name is not None:
+        value, got = measured[name]
+        fail(
+            f"(f): sample variance of {name} (n={n}, d={d}, x={x}, eps={eps:.3g})",
+            f"{value:.4g} (+-{STAT_RTOL:.0%})",
+            f"{got:.4g}",
+            _variance_cause(name, got, eps),
+        )
 
 
 def _tip_statistics(C, v_i, v_j):
@@ -306,18 +367,38 @@ def _tip_statistics(C, v_i, v_j):
     }
 
 
+# (f) simulated outputs: four statistics of the coefficient s (c ~ v_j + s (v_i - v_j)) of the
+# student's N = 20000 outputs against the judge's own 100000-draw simulation of the same
+# instance (x = i, beta in [8, 12], eps in [1e-6, 1e-4], j not next to x). Each statistic lies
+# in [0, 1] up to e^-beta, so its standard deviation is <= 1/2 and the standard error of the
+# difference <= 0.5 sqrt(1/20000 + 1/100000) = 0.0039: 0.03 is 7.7 of them (a correct
+# simulation fails with probability < 1e-13). Measured (the solution over 200 secrets: 0
+# failures; MultivariateNormal, Cholesky, scaled mask, einsum over 20 each): correct simulations
+# are <= 0.0106 off (0.35 of the tolerance). The closest mistakes, over 200 secrets each: missing
+# the 1/2 (in-between share 0.06-0.08 lower) >= 0.057 off (1.9x the tolerance, 7 standard
+# errors beyond it), the 1/2 on the std >= 0.073 off (2.4x); 0 of 600 mistakes passed.
+SIM_TOL = 0.03
+
+
+def _sim_instance():
+    n, d, x, eps, mu = _f_instance("theory-f-sim")
+    rng = rng_for("theory-f-sim-pair")
+    i = x
+    j = rng.choice([k for k in range(n) if (k - x) % n not in (0, 1, n - 1)])
+    beta = rng.uniform(8.0, 12.0)
+    d_v = rng.randint(2, 5)
+    V = torch.randn(n, d_v, generator=generator("theory-f-sim-values"), dtype=F64)
+    return n, d, x, i, j, eps, beta, mu, V
+
+
 def check_simulated_outputs(ns):
     """(f): simulate_outputs(...) returns outputs c whose statistics match the reference simulation."""
-    fn = get(ns, "simulate_outputs", "(f)")
-    n, d, x, eps, mu = _f_instance()
-    i, j = x, (x + 3) % n
-    V = torch.randn(n, 4, generator=_gen(602), dtype=F64)
-    beta = eps**-0.25
+    fn = answer(ns, "simulate_outputs", "(f)")
+    n, d, x, i, j, eps, beta, mu, V = _sim_instance()
     q = beta * (mu[i] + mu[j])
+    gen = kernel_generator(ns, "theory-f-sim-kernel", "(f)")
     C = tensor(
-        call(
-            fn, (mu.clone(), V.clone(), q.clone(), eps, x, F_SAMPLES, _gen(603)), "simulate_outputs"
-        ),
+        call(fn, (mu, V, q, eps, x, F_SAMPLES, gen), "simulate_outputs(mu, V, q, eps, x, N, g)"),
         "(f): outputs",
     )
     if tuple(C.shape) != (F_SAMPLES, V.shape[1]):
@@ -327,29 +408,32 @@ def check_simulated_outputs(ns):
             tuple(C.shape),
             "one output c (a row) per draw of the keys",
         )
-    keys = sample_noisy_keys(mu, eps, 5 * F_SAMPLES, _gen(604), x=x)
+    if not bool(torch.isfinite(C).all()):
+        fail("(f): the simulated outputs", "finite entries", "NaN or inf")
+    keys = sample_noisy_keys(mu, eps, 5 * F_SAMPLES, generator("theory-f-sim-reference"), x=x)
     ref = _tip_statistics(torch.softmax(keys @ q, -1) @ V, V[i], V[j])
     got = _tip_statistics(C, V[i], V[j])
-    for name, value in ref.items():
-        # Binomial standard error of a share <= 0.5/sqrt(N) = 3.5e-3; 0.03 is > 8 of them.
-        # Measured: the share in between is 0.24 for the intended covariance, 0.17 without
-        # the 1/2 and 0.33 with 1/2 on the standard deviation (> 0.07 away).
-        if not abs(got[name] - value) <= 0.03:
-            fail(
-                f"(f): {name} over {F_SAMPLES} simulated outputs (x = i)",
-                f"{value:.3f} +- 0.03 (reference simulation)",
-                f"{got[name]:.3f}",
-                "c should tip to v_i or v_j about half the time each"
-                if name != "mean coefficient"
-                else None,
-            )
+    name = worst_beyond([(name, abs(got[name] - value), SIM_TOL) for name, value in ref.items()])
+    if name is not None:
+        value = ref[name]
+        fail(
+            f"(f): {name} over {F_SAMPLES} simulated outputs "
+            f"(x = i = {i}, j = {j}, n={n}, eps={eps:.3g}, q = {beta:.3g} (mu_i + mu_j))",
+            f"{value:.3f} +- {SIM_TOL} (reference simulation)",
+            f"{got[name]:.3f}",
+            "c should tip to v_i or v_j about half the time each"
+            if name != "mean coefficient"
+            else None,
+        )
 
 
 # ------------------------------------------------------------------------- lab
 
 # Float64: correct answers (einsum, bmm, max-subtracted or logsumexp softmax) agree to
-# <= 2.5e-14, also with scores ~1e3 (measured); the closest named bug (1/sqrt(d) scaling)
-# is at 0.43, a naive exp overflows to inf. 1e-9 is far from both.
+# <= 2.6e-14, also with scores ~1e3 (the solution over 200 secrets, each alternative over 20);
+# the closest named bug (1/sqrt(d) scaling) is at >= 0.18, a naive exp overflows to NaN. For
+# peak_weights: correct <= 1.3e-15, mistakes >= 0.5 (weight on key 0, 1/sqrt(d)). 1e-9 is far
+# from both.
 LAB_TOL = 1e-9
 
 
@@ -358,23 +442,39 @@ def _lab_attention_reference(Q, K, V):
     return A @ V, A
 
 
-def _lab_instance(name, scale=1.0):
+def _large_scores(Q, K, gen):
+    """Q rescaled per query so its largest score has magnitude 800..1200 and is positive.
+
+    Every row then has a score above exp's float64 overflow (709): an unstable softmax
+    turns it into inf/inf = NaN whatever the secret draws.
+    """
+    S = Q @ K.transpose(-2, -1)  # (B, m, n)
+    top, bottom = S.amax(-1), S.amin(-1)
+    sign = torch.where(top >= -bottom, 1.0, -1.0).to(F64)
+    peak = torch.maximum(top, -bottom)
+    target = 800 + 400 * torch.rand(peak.shape, generator=gen, dtype=F64)
+    return Q * (sign * target / peak)[..., None]
+
+
+def _lab_instance(name, large=False):
     dims = distinct_dims(rng_for(name), ["B", "m", "n", "d", "d_v"], low=2)
-    gen = _gen(700 + len(name))
-    Q = torch.randn(dims["B"], dims["m"], dims["d"], generator=gen, dtype=F64) * scale
+    gen = generator(name)
+    Q = torch.randn(dims["B"], dims["m"], dims["d"], generator=gen, dtype=F64) * 0.5
     K = torch.randn(dims["B"], dims["n"], dims["d"], generator=gen, dtype=F64)
     V = torch.randn(dims["B"], dims["n"], dims["d_v"], generator=gen, dtype=F64)
+    if large:
+        Q = _large_scores(Q, K, gen)
     return dims, Q, K, V
 
 
 def check_lab_attention(ns):
     """Lab: attention(Q, K, V) -> (C, A), batched, no loops, by hand, stable for large scores."""
-    fn = get(ns, "attention", "Lab")
-    rules.assert_no_fused_attention(fn, ns, "Lab attention")
-    rules.assert_no_loops(fn, ns, "Lab attention")
-    for name, scale in (("lab-attention", 0.5), ("lab-attention-large", 300.0)):
-        dims, Q, K, V = _lab_instance(name, scale)
-        out = call(fn, (Q.clone(), K.clone(), V.clone()), "attention(Q, K, V)")
+    fn = answer(ns, "attention", "Lab")
+    rules.assert_no_fused_attention("attention", ns, "Lab attention")
+    rules.assert_no_loops("attention", ns, "Lab attention")
+    for name, large in (("lab-attention", False), ("lab-attention-large", True)):
+        dims, Q, K, V = _lab_instance(name, large)
+        out = call(fn, (Q, K, V), "attention(Q, K, V)")
         if type(out) not in (tuple, list) or len(out) != 2:
             fail("Lab: attention returns (C, A)", "a pair of tensors", type(out).__name__)
         C_ref, A_ref = _lab_attention_reference(Q, K, V)
@@ -388,7 +488,7 @@ def check_lab_attention(ns):
             "no normalisation: exp(scores) is not a distribution": torch.exp(S.clamp(max=700)),
         }
         what = f"Lab: weights A for B={dims['B']}, m={dims['m']}, n={dims['n']}, d={d}"
-        if scale > 1:
+        if large:
             what += " with large scores (|q.k| ~ 1e3)"
             mistakes["overflow: exp of large scores without subtracting the maximum"] = (
                 A_ref * float("nan")
@@ -420,27 +520,47 @@ def check_lab_attention(ns):
 def _bool_answer(value, what):
     if type(value) is bool:
         return value
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype == torch.bool:
-        return bool(value.item())
-    if type(value).__name__ == "bool_":
-        return bool(value)
+    if type(value) is torch.Tensor and value.dtype == torch.bool and value.numel() == 1:
+        return bool(value.reshape(-1)[0])
+    if type(value) is np.ndarray and value.dtype.kind == "b" and value.size == 1:
+        return bool(value.reshape(-1)[0])
     fail(f"{what}: expected True or False", "a bool", f"{type(value).__name__} {repr(value)[:60]}")
+
+
+def _float32_rows(gen, rows, n):
+    """float32 softmax rows whose sums are off by rounding only (<= 3e-7, however summed).
+
+    Draws until every row's sum is within 3e-7 of 1 in float32 (torch and numpy
+    summation, a sequential running sum) and in float64, so a correct answer with
+    ``tol=1e-6`` accepts them for every secret.
+    """
+    while True:
+        A = torch.softmax(torch.randn(rows, n, generator=gen), -1)
+        sums = (
+            A.sum(-1),
+            torch.from_numpy(A.numpy().sum(-1)),
+            A.cumsum(-1)[:, -1],
+            A.double().sum(-1),
+        )
+        if all(bool(((s.double() - 1).abs() <= 3e-7).all()) for s in sums):
+            return A
 
 
 def check_lab_is_distribution(ns):
     """Lab: is_distribution(A) is True exactly when every row of A is a probability vector."""
-    fn = get(ns, "is_distribution", "Lab")
-    gen = _gen(800)
+    fn = answer(ns, "is_distribution", "Lab")
+    gen = generator("lab-distribution")
     good = torch.softmax(torch.randn(3, 5, 7, generator=gen, dtype=F64), -1)
     peaked = torch.softmax(40 * torch.randn(4, 6, generator=gen, dtype=F64), -1)
-    one_hot = torch.eye(5, dtype=F64)[torch.tensor([2, 0, 4])]
-    float32 = torch.softmax(torch.randn(8, 300, generator=gen), -1)
+    picks = torch.randint(0, 5, (3,), generator=gen)
+    one_hot = torch.eye(5, dtype=F64)[picks]
+    float32 = _float32_rows(gen, 8, 300)
     uneven = good.clone()
     uneven[0, 0] *= 0.5
     uneven[0, 1] *= 1.5
-    negative = good.clone()
-    negative[1, 2, 3] -= 0.3
-    negative[1, 2, 4] += 0.3
+    negative = good.clone()  # row (1, 2) still sums to 1, one entry is -0.1
+    negative[1, 2, 4] += negative[1, 2, 3] + 0.1
+    negative[1, 2, 3] = -0.1
     cases = {
         "softmax rows (B, m, n)": (good, True),
         "nearly one-hot softmax rows": (peaked, True),
@@ -454,9 +574,7 @@ def check_lab_is_distribution(ns):
         "rows summing to 1 - 1e-3": (good * (1 - 1e-3), False),
     }
     for name, (A, expected) in cases.items():
-        got = _bool_answer(
-            call(fn, (A.clone(),), f"is_distribution({name})"), "Lab: is_distribution"
-        )
+        got = _bool_answer(call(fn, (A,), f"is_distribution({name})"), "Lab: is_distribution")
         if got != expected:
             fail(
                 f"Lab: is_distribution on {name}",
@@ -468,31 +586,33 @@ def check_lab_is_distribution(ns):
             )
 
 
+PEAK_BETAS = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+
+
 def check_lab_peak_weights(ns):
     """Lab (b): peak_weights(K, i, betas) = weight on key i for q = beta k_i, all betas at once."""
-    fn = get(ns, "peak_weights", "Lab (b)")
-    rules.assert_no_loops(fn, ns, "Lab (b)")
-    gen = _gen(900)
-    n, d = 7, 10
-    K = torch.randn(n, d, generator=gen, dtype=F64)
+    fn = answer(ns, "peak_weights", "Lab (b)")
+    rules.assert_no_loops("peak_weights", ns, "Lab (b)")
+    rng = rng_for("lab-peak")
+    n = rng.randint(6, 10)
+    d = n + rng.randint(2, 5)
+    i, longer = rng.sample(range(1, n), 2)  # i != 0: "the weight on key 0" is a named mistake
+    K = torch.randn(n, d, generator=generator("lab-peak"), dtype=F64)
     K = K / K.norm(dim=-1, keepdim=True)
-    i = 3
-    K[5] = 1.3 * K[i] + 0.2 * K[5]  # a longer key near k_i: it outscores k_i for large beta
-    betas = torch.tensor([0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0], dtype=F64)
-    ref = torch.softmax(betas[:, None] * (K @ K[i])[None, :], -1)[:, i]
-    got = call(fn, (K.clone(), i, betas.clone()), f"peak_weights(K, {i}, betas)")
+    # A longer key near k_i: its score 1.3 + 0.2 k_l.k_i > 1 = k_i.k_i wins for large beta.
+    K[longer] = 1.3 * K[i] + 0.2 * K[longer]
+    betas = torch.tensor(PEAK_BETAS, dtype=F64) * rng.uniform(0.8, 1.25)
+    scores = betas[:, None] * (K @ K[i])[None, :]
+    ref = torch.softmax(scores, -1)[:, i]
+    got = call(fn, (K, i, betas), f"peak_weights(K, {i}, betas)")
     check_close(
-        "Lab (b): weight on key i for each beta",
+        f"Lab (b): weight on key i={i} for each beta (n={n}, d={d})",
         got,
         ref,
         LAB_TOL,
         mistakes={
-            "q = beta k_i scaled by 1/sqrt(d)": torch.softmax(
-                betas[:, None] * (K @ K[i])[None, :] / math.sqrt(d), -1
-            )[:, i],
-            "the largest weight instead of the weight on key i": torch.softmax(
-                betas[:, None] * (K @ K[i])[None, :], -1
-            )
+            "q = beta k_i scaled by 1/sqrt(d)": torch.softmax(scores / math.sqrt(d), -1)[:, i],
+            "the largest weight instead of the weight on key i": torch.softmax(scores, -1)
             .max(-1)
             .values,
         },
@@ -500,17 +620,22 @@ def check_lab_peak_weights(ns):
     )
 
 
+# Lab (c) uses AVERAGE_TV: correct answers reach total variation <= 1.8e-5 (beta >= 12, n <= 8;
+# the solution over 200 secrets), the closest mistake (no beta) >= 0.27.
 def check_lab_average_queries(ns):
     """Lab (c): average_queries(K, I, J, beta) = beta (k_I + k_J) for a batch, no loops."""
-    fn = get(ns, "average_queries", "Lab (c)")
-    rules.assert_no_loops(fn, ns, "Lab (c)")
-    B, n, d, beta = 6, 5, 8, 12.0
-    gen = _gen(1000)
+    fn = answer(ns, "average_queries", "Lab (c)")
+    rules.assert_no_loops("average_queries", ns, "Lab (c)")
+    rng = rng_for("lab-average")
+    B, n = rng.randint(4, 8), rng.randint(4, 8)
+    d, beta = n + rng.randint(1, 4), rng.uniform(12.0, 25.0)
+    gen = generator("lab-average")
     K = torch.stack([orthonormal_rows(n, d, gen) for _ in range(B)])  # (B, n, d)
-    idx_i = torch.tensor([0, 1, 4, 2, 3, 0])
-    idx_j = torch.tensor([1, 3, 0, 4, 2, 2])
+    pairs = [rng.sample(range(n), 2) for _ in range(B)]
+    idx_i = torch.tensor([p[0] for p in pairs])
+    idx_j = torch.tensor([p[1] for p in pairs])
     q = tensor(
-        call(fn, (K.clone(), idx_i.clone(), idx_j.clone(), beta), "average_queries(K, I, J, beta)"),
+        call(fn, (K, idx_i, idx_j, beta), f"average_queries(K, I, J, {beta:.3g})"),
         "Lab (c): queries",
     )
     if tuple(q.shape) != (B, d):
@@ -523,8 +648,8 @@ def check_lab_average_queries(ns):
     target[rows, idx_i] = 0.5
     target[rows, idx_j] = 0.5
     tv = 0.5 * (alpha - target).abs().sum(-1)
-    if float(tv.max()) > AVERAGE_TV:
-        b = int(tv.argmax())
+    if beyond(float(tv.max()), AVERAGE_TV):
+        b = int(torch.nan_to_num(tv, nan=math.inf).argmax())
         fail(
             f"Lab (c): weights of instance {b} (i={int(idx_i[b])}, j={int(idx_j[b])})",
             "1/2 on keys i and j",
@@ -533,17 +658,22 @@ def check_lab_average_queries(ns):
         )
 
 
+# Lab (d) uses RECOVERY_TOL: correct answers are exact (0 over 200 secrets for the solution,
+# 20 each for einsum, bmm, permute, transpose(1, 2)); the closest mistake (2 diag(S S^T)) is at
+# >= 0.41, no factor 2 at 0.5.
 def check_lab_recovery_matrices(ns):
     """Lab (d): recovery_matrices(S) = 2 S S^T for a batch of orthonormal bases, no loops."""
-    fn = get(ns, "recovery_matrices", "Lab (d)")
-    rules.assert_no_loops(fn, ns, "Lab (d)")
-    B, d, s = 4, 7, 3
-    gen = _gen(1100)
+    fn = answer(ns, "recovery_matrices", "Lab (d)")
+    rules.assert_no_loops("recovery_matrices", ns, "Lab (d)")
+    dims = distinct_dims(rng_for("lab-recovery"), ["B", "s", "extra"], low=2, high=5)
+    B, s = dims["B"], dims["s"]
+    d = s + dims["extra"]
+    gen = generator("lab-recovery")
     S = torch.stack([orthonormal_rows(s, d, gen).T for _ in range(B)])  # (B, d, s)
     ref = 2 * S @ S.transpose(-2, -1)
     check_close(
-        "Lab (d): recovery matrices for a batch of bases",
-        call(fn, (S.clone(),), "recovery_matrices(S)"),
+        f"Lab (d): recovery matrices for a batch of bases (B={B}, d={d}, s={s})",
+        call(fn, (S,), "recovery_matrices(S)"),
         ref,
         RECOVERY_TOL,
         mistakes={"missing the factor 2": ref / 2},
@@ -551,37 +681,76 @@ def check_lab_recovery_matrices(ns):
     )
 
 
+# Lab (e): the student's mean total variation per eps (N = 4000 draws of their own, from a
+# kernel generator seeded by the secret) against the judge's mean over 10 N independent draws.
+# Tolerance per eps: 6 standard errors of the difference of the two means (the standard
+# deviation estimated from the judge's draws; a correct answer fails with probability ~1e-8
+# over the 5 eps) plus 2% of the reference (float32 draws, the estimate of the standard
+# deviation). Measured (the solution over 200 secrets: 0 failures; each alternative over 20):
+# correct answers reach at most 0.47 of the tolerance (|got - ref| / tol); the named mistakes
+# (no 1/2, eps as the std, no noise, one noise for all keys, squared distance, query on one
+# mean) are >= 10.5x the tolerance at their most telling eps.
+NOISE_DRAWS = 4000
+NOISE_SE = 6.0
+NOISE_REL = 0.02
+
+
 def check_lab_noise_sweep(ns):
     """Lab (e): noisy_key_errors(...) = mean total variation per eps, matching the reference."""
-    fn = get(ns, "noisy_key_errors", "Lab (e)")
-    rules.assert_no_loops(fn, ns, "Lab (e)")
-    n, d, i, j, beta, draws = 6, 8, 1, 4, 10.0, 4000
-    mu = orthonormal_rows(n, d, _gen(1200))
-    eps_values = torch.tensor([1e-8, 1e-6, 1e-4, 1e-3, 1e-2], dtype=F64)
+    fn = answer(ns, "noisy_key_errors", "Lab (e)")
+    rules.assert_no_loops("noisy_key_errors", ns, "Lab (e)")
+    rng = rng_for("lab-noise")
+    n = rng.randint(5, 8)
+    d = n + rng.randint(1, 3)
+    i, j = rng.sample(range(n), 2)
+    beta = rng.uniform(8.0, 15.0)
+    mu = orthonormal_rows(n, d, generator("lab-noise-mu"))
+    exponents = torch.linspace(-8, -2, 5, dtype=F64) + rng.uniform(-0.25, 0.25)
+    eps_values = 10.0**exponents
+    gen = kernel_generator(ns, "lab-noise-kernel", "Lab (e)")
     got = tensor(
         call(
-            fn, (mu.clone(), i, j, beta, eps_values.clone(), draws, _gen(1201)), "noisy_key_errors"
+            fn,
+            (mu, i, j, beta, eps_values, NOISE_DRAWS, gen),
+            f"noisy_key_errors(mu, {i}, {j}, {beta:.3g}, eps_values, {NOISE_DRAWS}, g)",
         ),
         "Lab (e): errors",
     )
     if tuple(got.shape) != (len(eps_values),):
         fail("Lab (e): one error per eps", (len(eps_values),), tuple(got.shape))
-    keys = mu + eps_values.sqrt()[:, None, None, None] * torch.randn(
-        len(eps_values), 10 * draws, n, d, generator=_gen(1202), dtype=F64
-    )
+    draws = 10 * NOISE_DRAWS
+    noise = torch.randn(len(eps_values), draws, n, d, generator=generator("lab-noise"), dtype=F64)
+    keys = mu + eps_values.sqrt()[:, None, None, None] * noise
     q = beta * (mu[i] + mu[j])
     tv = _tv_to_average(torch.softmax(keys @ q, -1), i, j)  # (eps, draws)
     ref, sd = tv.mean(-1), tv.std(-1)
-    # Both means come from independent draws: allow 6 standard errors of their difference
-    # plus 2% (measured spread of correct answers over seeds: < 3 standard errors).
-    tol = 6 * sd * math.sqrt(1 / draws + 1 / (10 * draws)) + 0.02 * ref
-    bad = (got - ref).abs() > tol
-    if bool(bad.any()):
-        k = int(bad.nonzero()[0, 0])
+    tol = NOISE_SE * sd * math.sqrt(1 / NOISE_DRAWS + 1 / draws) + NOISE_REL * ref
+    k = worst_beyond(
+        [(k, float((got[k] - ref[k]).abs()), float(tol[k])) for k in range(len(eps_values))]
+    )
+    if k is not None:
         fail(
-            f"Lab (e): mean total variation at eps={float(eps_values[k]):g}",
+            f"Lab (e): mean total variation at eps={float(eps_values[k]):.3g} "
+            f"(n={n}, i={i}, j={j}, beta={beta:.3g})",
             f"{float(ref[k]):.3e} +- {float(tol[k]):.1e}",
             f"{float(got[k]):.3e}",
             "eps is the variance of the key noise (std sqrt(eps)); total variation is half the "
             "L1 distance to (1/2 on i, 1/2 on j)",
         )
+
+
+# grade_id of each test cell -> the check the judge runs for it
+# (tests/test_attention_theory.py: exactly the test cells of the source notebook)
+CHECKS = {
+    "c_query_for_average": check_query_for_average,
+    "d_recovery_matrix": check_recovery_matrix,
+    "e_query_for_noisy_keys": check_query_for_noisy_keys,
+    "f_sample_keys": check_sample_keys,
+    "f_simulation_statistics": check_simulated_outputs,
+    "lab_attention": check_lab_attention,
+    "lab_weights_distribution": check_lab_is_distribution,
+    "lab_peak_weights": check_lab_peak_weights,
+    "lab_average_queries": check_lab_average_queries,
+    "lab_recovery_matrices": check_lab_recovery_matrices,
+    "lab_noise_sweep": check_lab_noise_sweep,
+}
