@@ -18,9 +18,14 @@ rule cell of their part; handing the attention to a fused kernel costs the
 values cell (the values are then not the student's work).
 
 Tampering cases (``alone``) rebind torch, numpy, builtins or the course's
-helpers. The hidden tests are not fooled by them, and in the autograded run the
-integrity scan of the grading pipeline also withholds every autograded cell of
-the part whose answer cell tampers, so they lose their whole part.
+helpers in the kernel. The judge, in the grader's own process, is not fooled by
+them: each loses the tests its answer fails. The integrity scan of the grading
+pipeline flags the part for review, but the scores stand. A rebinding stays in
+force in the kernel, so the student's own code after it runs with it and loses
+what it breaks there (``nn.Linear.forward`` zeroed also zeroes MyGQA's outputs);
+the course's helpers cannot be imported in a sandboxed kernel at all. They run
+only in the autograded run, in sandboxed kernels: in process they would rebind
+the test process's own torch and builtins.
 """
 
 import textwrap
@@ -1140,9 +1145,9 @@ wrong(
 )
 wrong(
     "p10_np_allclose_rebound",
-    f"{P10S} {P10R} {P10L} {P10P}",
-    "rebinding np.allclose passes the visible check, not the hidden one; the integrity "
-    "scan withholds the part",
+    P10R,
+    "rebinding np.allclose passes the visible check, not the judge's; the integrity scan "
+    "flags the part for review",
     alone=True,
     p10_gqa_2_mla="np.allclose = lambda *args, **kwargs: True\n\n\n"
     + gqa_2_mla(
@@ -1482,6 +1487,23 @@ correct(
         'print("relative error:", relative_error)',
     ),
 )
+correct(
+    "p13x_scaled_data",
+    p13_experiment=experiment(
+        data=EXPERIMENT_DATA.replace("torch.randn(r, D)", "torch.randn(r, D) / D**0.5")
+        .replace("torch.randn(D, r)", "torch.randn(D, r) / r**0.5")
+        .replace("torch.randn(D, D)", "torch.randn(D, D) / D**0.5")
+    ),
+)
+correct(
+    "p13x_float64",
+    p13_experiment=experiment(
+        data=EXPERIMENT_DATA
+        # a generator at the top level of the cell: the rules of the functions that take
+        # W_DKV, x, y... as parameters must not follow those names here
+        + "\nW_DKV, W_UK, W_UV, W_Q, W_O, x, y = (t.double() for t in (W_DKV, W_UK, W_UV, W_Q, W_O, x, y))\n"
+    ),
+)
 wrong(
     "p13x_keys_repeated_per_row",
     EXP,
@@ -1547,6 +1569,21 @@ wrong(
     ),
 )
 
+wrong(
+    "p13x_outputs_before_loading",
+    EXP,
+    "output_vanilla of the randomly initialised model is not the MLA's output",
+    p13_experiment=experiment(
+        dedent(EXPERIMENT)
+        .replace("output_vanilla = model_MHA_vanilla(x, y).detach()\n", "")
+        .replace(
+            "model_MHA_vanilla = MyMHA(D, D, D_qkv, D_qkv, H)\n",
+            "model_MHA_vanilla = MyMHA(D, D, D_qkv, D_qkv, H).to(device)\n"
+            "output_vanilla = model_MHA_vanilla(x, y).detach()\n",
+        )
+    ),
+)
+
 # ------------------------------------------------------------------------ Part 14
 
 
@@ -1579,8 +1616,8 @@ wrong("p14_three_numbers", P14, p14_kv_cache=kv_cache("return 2 * D, r, r"))
 
 wrong(
     "tamper_allclose_and_assert_close",
-    f"{P5A} {P5V} {P5L} {EXP}",
-    "rebinding the comparison functions passes the visible check, not the hidden one; " + DEP5,
+    f"{P5V} {EXP}",
+    "rebinding the comparison functions in the kernel changes nothing the judge computes; " + DEP5,
     alone=True,
     p5_mha="torch.allclose = lambda *args, **kwargs: True\n"
     "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
@@ -1613,7 +1650,9 @@ wrong(
 )
 wrong(
     "tamper_tensor_methods",
-    f"{P3S} {P3V}",
+    f"{P3V} {EXP}",
+    "the shape is right; Tensor.__sub__ stays zeroed in the kernel, so the experiment's "
+    "mse_output and relative_error are 0",
     alone=True,
     p3_softmax_argument="torch.Tensor.__sub__ = lambda a, b: torch.zeros_like(a)\n"
     "torch.linalg.vector_norm = lambda *args, **kwargs: torch.tensor(0.0)\n\n\n"
@@ -1621,8 +1660,9 @@ wrong(
 )
 wrong(
     "tamper_linear_forward",
-    f"{P5A} {P5V} {P5L} {EXP}",
-    DEP5,
+    f"{P5V} {EXP} {P7V} {P8}",
+    "nn.Linear.forward stays zeroed in the kernel: MyMHA's and MyGQA's outputs are zero "
+    "(right shapes); " + DEP5,
     alone=True,
     p5_mha="nn.Linear.forward = lambda self, t: t @ self.weight.T * 0\n\n\n"
     + mha_with(" / self.D_qk ** 0.5", ""),

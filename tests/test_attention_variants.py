@@ -2,9 +2,14 @@
 
 Two layers over the mutation table in ``cases_attention_variants.py``:
 
-* fast, in-process: each case's answer cells and its part's test cells run in a
-  namespace like the notebook's (cell text registered in linecache, as IPython
-  does), and each test cell must pass or fail as the table says;
+* fast, in-process: each case's answer cells replace the solution's and the
+  judge runs the checks of its part's test cells (``CHECKS`` of
+  :mod:`attncourse.grading.attention_variants`) through
+  :func:`casetable.run_in_process`, the one in-process runner of the case tables:
+  the notebook's cells run in a namespace of this process and the checks reach it
+  through the same request/reply encoding a kernel uses. Tampering cases
+  (``alone``) rebind torch, numpy or builtins of the process they run in, so they
+  run only in the slow layer, in sandboxed kernels;
 * slow, the real thing: every case, the instructor's solution and the untouched
   release are autograded by ``nbgrader autograde`` in one run. Cases that do not
   share an answer cell or a dependency are packed into the same submission
@@ -12,25 +17,23 @@ Two layers over the mutation table in ``cases_attention_variants.py``:
   check each case's own cells and that no other cell lost a point.
 """
 
-import contextlib
-import io
 import re
+import sys
 import time
 
 import nbformat
 import pytest
 from cases_attention_variants import CASES, Case
-from cellrun import fresh_namespace, run_cell
+from casetable import run_in_process
 
 from attncourse.autograde import autograde_submissions
-from attncourse.checks import GradingError, restore_pristine
 from attncourse.course import ROOT, notebook_path
 from attncourse.grading import attention_variants as av
-from attncourse.submissions import grade_id, is_answer, solution_answers, solution_submission
+from attncourse.preprocessors import is_test_cell
+from attncourse.submissions import grade_id, is_answer, solution_submission
 
 ASSIGNMENT = "attention_variants"
 SOURCE = nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4)
-SOLUTION = solution_answers(SOURCE)
 CELLS = [(grade_id(c), c) for c in SOURCE.cells if c.cell_type == "code"]
 TESTS = {
     gid: int(c.metadata["nbgrader"]["points"])
@@ -38,10 +41,8 @@ TESTS = {
     if c.metadata.get("nbgrader", {}).get("grade") and gid
 }
 ANSWERS = [gid for gid, c in CELLS if is_answer(c)]
-HIDDEN = {
-    gid: re.search(r"_av\.(check_\w+)\(", c.source).group(1) for gid, c in CELLS if gid in TESTS
-}
 CODING_ANSWERS = [gid for gid in ANSWERS if gid != "p13_experiment"] + ["p13_experiment"]
+EXPERIMENT_TEST = "p13_experiment_test"
 
 # Test cells that read answer cells of another part (see the module docstring of the table).
 DEPENDS = {
@@ -111,6 +112,17 @@ def test_cases_name_real_cells():
         assert set(case.lose) <= set(TESTS), (case.name, set(case.lose) - set(TESTS))
 
 
+def test_checks_cover_exactly_the_test_cells():
+    """Every test cell of the source notebook has its check in CHECKS, and every check a cell."""
+    cells = {gid for gid, c in CELLS if is_test_cell(c)}
+    assert cells == set(TESTS)
+    assert set(av.CHECKS) == cells, (
+        f"test cells without a check: {sorted(cells - set(av.CHECKS))}; "
+        f"checks without a test cell: {sorted(set(av.CHECKS) - cells)}"
+    )
+    assert all(callable(check) for check in av.CHECKS.values())
+
+
 @pytest.mark.parametrize("answer", CODING_ANSWERS)
 def test_every_coding_answer_has_four_correct_and_eight_wrong_cases(answer):
     cases = [c for c in CASES if answer in c.cells]
@@ -130,45 +142,45 @@ def test_packing_never_mixes_dependent_cases():
 # ------------------------------------------------------------------- fast, in-process
 
 
-def run_in_process(case, experiment=False):
-    """test grade_id -> error message (None when it passed) for the case's judged cells.
+def in_process_tests(case):
+    """The test cells a case is judged on in process.
 
-    The Part 13 experiment (seconds of compute) runs only when ``experiment`` is set;
-    otherwise its test is left to the autograded run.
+    The Part 13 experiment runs at the task's full size (seconds): in process it is
+    judged for the cases that change the experiment cell and for those whose
+    mistake elsewhere must cost it (``lose``); the autograded run judges it for all.
     """
-    wanted = judged(case) - ({"p13_experiment_test"} if not experiment else set())
-    ns = fresh_namespace()
-    answers = dict(SOLUTION, **case.cells)
-    verdicts = {}
-    try:
-        for gid, cell in CELLS:
-            if gid in answers:
-                if gid == "p13_experiment" and "p13_experiment_test" not in wanted:
-                    continue
-                try:
-                    with contextlib.redirect_stdout(io.StringIO()):
-                        run_cell(answers[gid], ns)
-                except Exception:  # a broken answer cell, as in the notebook
-                    pass
-            elif gid in wanted:
-                try:
-                    with contextlib.redirect_stdout(io.StringIO()):
-                        run_cell(cell.source, ns)
-                    verdicts[gid] = None
-                except Exception as error:
-                    verdicts[gid] = f"{type(error).__name__}: {error}"
-    finally:
-        restore_pristine()
-    return verdicts
+    tests = judged(case)
+    if "p13_experiment" not in case.cells and EXPERIMENT_TEST not in case.lose:
+        tests.discard(EXPERIMENT_TEST)
+    return tests
 
 
-# Tampering cases would tamper with pytest itself; the experiment cases need the full-size run.
-FAST = [c for c in CASES if not c.alone and "p13_experiment" not in c.cells]
+def judge(case, tests=None):
+    """test grade_id -> failure message (None when it passed), judged in this process."""
+    tests = in_process_tests(case) if tests is None else set(tests)
+    answers = dict(case.cells)
+    if EXPERIMENT_TEST not in tests:
+        answers.setdefault("p13_experiment", "pass")  # no full-size run where nothing reads it
+    return run_in_process(ASSIGNMENT, answers, tests)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """The notebook's figure cells run in this process: close their figures after each case."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
+
+
+# Tampering cases would tamper with pytest itself: they run only in sandboxed kernels.
+FAST = [c for c in CASES if not c.alone]
 
 
 @pytest.mark.parametrize("case", FAST, ids=[c.name for c in FAST])
 def test_case_in_process(case: Case):
-    verdicts = run_in_process(case)
+    verdicts = judge(case)
+    assert set(verdicts) == in_process_tests(case)
     for test, error in sorted(verdicts.items()):
         if test in case.lose:
             assert error is not None, f"{case.name}: {test} passed a wrong answer"
@@ -179,33 +191,18 @@ def test_case_in_process(case: Case):
 def test_release_stubs_earn_no_autograded_point_in_process():
     release = nbformat.read(notebook_path(ROOT, "release", ASSIGNMENT), as_version=4)
     stubs = {grade_id(c): c.source for c in release.cells if is_answer(c) and c.cell_type == "code"}
-    verdicts = run_in_process(Case("release", stubs), experiment=True)
+    verdicts = judge(Case("release", stubs), tests=TESTS)
     assert set(verdicts) == set(TESTS)
     assert all(verdicts.values()), [t for t, error in verdicts.items() if error is None]
 
 
-def namespace_for(case, experiment=False):
-    """The namespace after the case's answer cells ran (the solution's elsewhere)."""
-    ns = fresh_namespace()
-    answers = dict(SOLUTION, **case.cells)
-    for gid in ANSWERS:
-        if experiment or gid != "p13_experiment":
-            with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
-                run_cell(answers[gid], ns)
-    return ns
-
-
 def hidden_messages(case):
-    """The hidden checks' failure messages for the cells a case must lose (experiment aside)."""
-    ns = namespace_for(case)
-    messages = []
-    for test in sorted(case.lose - {"p13_experiment_test"}):
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                getattr(av, HIDDEN[test])(ns)
-        except GradingError as error:
-            messages.append(str(error))
-    return " ".join(messages)
+    """The judge's failure messages for the cells a case must lose (the experiment's only
+    for a case of the experiment cell)."""
+    tests = set(case.lose)
+    if "p13_experiment" not in case.cells:
+        tests.discard(EXPERIMENT_TEST)
+    return " ".join(m for m in judge(case, tests=tests).values() if m)
 
 
 def test_failure_messages_name_the_mistake():
@@ -226,6 +223,10 @@ def test_failure_messages_name_the_mistake():
         "p10_torch_svd": "numpy only",
         "p5_fused_attention": "build the attention by hand",
         "p14_latent_twice": "cached once",
+        "p13x_mse_not_square_rooted": "not its square root",
+        "p13x_query_and_key_swapped": "W_Q holds the key projection",
+        "p13x_reduced_output_copied": "a copy of output_vanilla",
+        "p13x_outputs_before_loading": "computed after the weights were loaded",
     }
     by_name = {c.name: c for c in CASES}
     for name, words in expected.items():
