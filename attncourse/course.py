@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENTS = ("attention_variants", "attention_worksheet", "attention_theory")
+ASSIGNMENTS = ("attention_variants", "mla_inference", "attention_worksheet", "attention_theory")
 
 
 def assignments(root=ROOT):
