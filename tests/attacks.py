@@ -27,13 +27,31 @@ WRONG = {
 }
 
 
+# An honest MyMHA with the right attributes and no loops whose outputs are zeros.
+MHA_ZEROS = """
+class MyMHA(nn.Module):
+    def __init__(self, D_1, D_2, D_qk, D_v, H):
+        super().__init__()
+        self.D_1, self.D_2, self.D_qk, self.D_v, self.H = D_1, D_2, D_qk, D_v, H
+        self.W_Q = nn.Linear(D_1, H * D_qk, bias=False)
+        self.W_K = nn.Linear(D_2, H * D_qk, bias=False)
+        self.W_V = nn.Linear(D_2, H * D_v, bias=False)
+        self.W_O = nn.Linear(H * D_v, D_1, bias=False)
+    def forward(self, x, y):
+        return torch.zeros(x.shape[0], x.shape[1], self.D_1, dtype=x.dtype, device=x.device)
+"""
+
+# The honest controls: the same answers as the attacks, without the trick.
+CONTROLS = {"blank": {}, "wrong": WRONG, "mha_zeros": {"p5_mha": MHA_ZEROS.strip() + "\n"}}
+
+
 @dataclass(frozen=True)
 class Attack:
     name: str
     kind: str
     code: str = ""  # a cell of the student's own, right after the setup cell
     answers: dict = field(default_factory=dict)  # answer cells replaced
-    control: str = "blank"  # "blank" (the release) or "wrong" (WRONG, no trick)
+    control: str = "blank"  # a key of CONTROLS: the same answers without the trick
 
     def cell(self):
         return self.code.replace("{name}", self.name).replace("{root}", str(ROOT))
@@ -187,21 +205,12 @@ def tilde_rank(rank_W, H, G):
     Attack(
         "metaclass_instancecheck",
         "comparison",
-        """
-class _Meta(type(nn.Module)):
-    def __instancecheck__(cls, obj): return True
-class MyMHA(nn.Module, metaclass=_Meta):
-    def __init__(self, D_1, D_2, D_qk, D_v, H):
-        super().__init__()
-        self.D_1, self.D_2, self.D_qk, self.D_v, self.H = D_1, D_2, D_qk, D_v, H
-        self.W_Q = nn.Linear(D_1, H * D_qk, bias=False)
-        self.W_K = nn.Linear(D_2, H * D_qk, bias=False)
-        self.W_V = nn.Linear(D_2, H * D_v, bias=False)
-        self.W_O = nn.Linear(H * D_v, D_1, bias=False)
-    def forward(self, x, y):
-        return torch.zeros(x.shape[0], x.shape[1], self.D_1, dtype=x.dtype, device=x.device)
-""",
+        "class _Meta(type(nn.Module)):\n"
+        "    def __instancecheck__(cls, obj):\n"
+        "        return True\n"
+        + MHA_ZEROS.replace("class MyMHA(nn.Module):", "class MyMHA(nn.Module, metaclass=_Meta):"),
         answers={"p5_mha": "pass\n"},
+        control="mha_zeros",
     ),
     # -- monkeypatching the libraries the old in-kernel tests used
     Attack(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from attacks import ATTACKS, OUTSIDE, WRONG
+from attacks import ATTACKS, CONTROLS, OUTSIDE
 
 from attncourse.autograde import prepare
 from attncourse.course import ROOT, nbgrader, notebook_path
@@ -60,8 +60,8 @@ def graded(base):
     course = prepare(Path(base) / "attacks", [ASSIGNMENT])
     with open(course / "nbgrader_config.py", "a") as config:
         config.write(LIMITS)
-    write_submission(course, "control_blank", ASSIGNMENT, release())
-    write_submission(course, "control_wrong", ASSIGNMENT, fill(release(), WRONG))
+    for control, answers in CONTROLS.items():
+        write_submission(course, f"control_{control}", ASSIGNMENT, fill(release(), answers))
     for attack in ATTACKS:
         write_submission(course, attack.name, ASSIGNMENT, submission(attack))
     nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, check=False, quiet=True)
@@ -81,6 +81,9 @@ def test_controls_score_what_they_should(run):
     for gid in ("p1_head_shapes_test", "p3_softmax_argument_values_test", "p6_tilde_rank_test"):
         assert wrong[gid][0] == 0, (gid, wrong[gid])
     assert wrong["p3_softmax_argument_shape_test"][0] == wrong["p3_softmax_argument_shape_test"][1]
+    zeros = scores["control_mha_zeros"]  # right attributes, no loops, outputs all zero
+    assert zeros["p5_mha_attributes_test"][0] == zeros["p5_mha_attributes_test"][1]
+    assert zeros["p5_mha_values_test"][0] == 0
 
 
 def test_there_are_at_least_25_attacks():
