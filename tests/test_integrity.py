@@ -210,7 +210,7 @@ def test_autograde_flags_the_part_for_review_and_comments_why(graded_toy):
     scores = cell_scores(graded_toy, toy_course.ASSIGNMENT)
     assert scores["tamper"]["double_test"] == (1.0, 1.0, True)  # the judge's score stands
     assert scores["tamper"]["scale_test"] == (2.0, 2.0, False)
-    assert scores["locked"]["scale_test"] == (0.0, 2.0, True)
+    assert scores["locked"]["scale_test"] == (2.0, 2.0, True)  # flagged, not zeroed
     assert scores["perfect"]["double_test"] == (1.0, 1.0, False)
     with Gradebook(db_url(graded_toy)) as gb:
         ids = toy_course.ASSIGNMENT, toy_course.ASSIGNMENT, "tamper"
