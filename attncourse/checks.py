@@ -191,9 +191,10 @@ def check_close(what, got, ref, tol, mistakes=None, shape_cause=None):
 
 def answer(ns, name, part):
     """The student's ``name`` (data, or a handle to an object in the kernel); fail when missing."""
-    if name not in ns:
+    try:
+        return ns[name]  # one request: `name in ns` would transfer the value a second time
+    except KeyError:
         fail(f"{part}: `{name}` is not defined", f"`{name}` defined in the answer cell", "nothing")
-    return ns[name]
 
 
 def call(func, args, what, cause=None, **options):
