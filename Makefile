@@ -45,8 +45,8 @@ format: venv
 release: venv  ## source/ -> release/ for every assignment
 	$(BIN)/attncourse release
 
-grade: venv  ## autograde every submission of ASSIGNMENT with WORKERS workers
-	$(BIN)/attncourse grade $(ASSIGNMENT) --workers $(WORKERS)
+grade: venv  ## autograde every submission of ASSIGNMENT: WORKERS local workers, or SCHEDULER=tcp://HOST:8786
+	$(BIN)/attncourse grade $(ASSIGNMENT) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
 feedback: venv  ## HTML feedback for ASSIGNMENT: test results and messages, no hidden tests
 	$(BIN)/attncourse feedback $(ASSIGNMENT)
@@ -60,7 +60,7 @@ report: venv  ## reports/index.html: scores, failing tests, common mistakes, int
 scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, without grading
 	$(BIN)/attncourse scan $(ASSIGNMENT)
 
-bench: venv  ## seconds per submission: stock nbgrader vs this pipeline at 1 and all workers
+bench: venv  ## seconds per submission: stock and serial nbgrader vs attncourse grade at 1 and all workers
 	$(BIN)/attncourse bench --copies $(COPIES) --rounds $(ROUNDS)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/

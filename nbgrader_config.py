@@ -26,6 +26,10 @@ c.Execute.extra_arguments = [
 c.LockCells.lock_readonly_cells = True
 c.LockCells.lock_grade_cells = True
 
+# attncourse grade: empty grades on a local Dask cluster started per run; an address grades on a
+# running one (README, "Grading a large class"), as `make grade SCHEDULER=tcp://HOST:8786` does.
+c.CourseGrading.scheduler = ""
+
 # Each kernel runs sandboxed (attncourse.sandbox): hidden course tree, no network, these limits.
 c.SandboxKernelManager.memory_mb = 3072
 c.SandboxKernelManager.cpu_seconds = 900

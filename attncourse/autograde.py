@@ -5,14 +5,15 @@ on many submissions at once: copy the course, release the assignment (which
 records its cells in a fresh gradebook), write the submissions, autograde.
 """
 
-from attncourse.course import nbgrader, scratch_course
+from attncourse.course import ROOT, nbgrader, scratch_course
 from attncourse.gradebook import cell_scores
 from attncourse.submissions import write_submission
 
 
-def prepare(course_dir, assignments):
-    """A scratch course at ``course_dir`` with ``assignments`` released into its gradebook."""
-    course = scratch_course(course_dir)
+def prepare(course_dir, assignments, root=ROOT):
+    """A scratch course at ``course_dir`` (the config and ``source/`` of the course at
+    ``root``) with ``assignments`` released into its gradebook."""
+    course = scratch_course(course_dir, root)
     for assignment in assignments:
         nbgrader("generate_assignment", assignment, "--force", cwd=course, quiet=True)
     return course

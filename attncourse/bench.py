@@ -1,30 +1,36 @@
 """``make bench``: seconds per submission for stock nbgrader and for this pipeline, and why.
 
-Grades ``copies`` copies of the demo submissions of one assignment with four
+Grades ``copies`` copies of the demo submissions of one assignment with five
 configurations, each in its own scratch course with a fresh gradebook:
 
 1. stock ``nbgrader autograde`` with nbgrader's default preprocessors (only the
    course's kernel arguments, so the hidden tests can import their helpers);
-2. ``attncourse grade`` with 1 worker (sandbox, repairs, everything on), whose
-   kernel gets all cores' torch threads, as ``make grade WORKERS=1`` runs it;
-3. ``attncourse grade`` with 1 worker and cores / N torch threads;
-4. ``attncourse grade`` with N workers (default: all cores), cores / N threads each.
+2. plain ``nbgrader autograde`` with the course's config, serially, in one process;
+3. ``attncourse grade`` on a local Dask cluster of 1 worker (sandbox, repairs, everything
+   on), whose kernel gets all cores' torch threads, as ``make grade WORKERS=1`` runs it;
+4. ``attncourse grade`` with 1 worker and cores / N torch threads;
+5. ``attncourse grade`` with N workers (default: all cores), cores / N threads each.
 
-4 over 3 is how the pipeline scales with the same work per kernel; 4 over 2
+Each ``attncourse grade`` run includes starting its cluster, as ``make grade`` does.
+
+5 over 4 is how the pipeline scales with the same work per kernel; 5 over 3
 is what an instructor gains over ``WORKERS=1``, where torch's threads in the
-one kernel already keep part of the other cores busy. The configurations take
+one kernel already keep part of the other cores busy; 3 over 2 is what the
+engine costs or saves over nbgrader's own loop. The configurations take
 turns for ``rounds`` rounds and each ratio compares runs of one round, since
 a virtual machine's speed drifts by 10-40 % over minutes. Each line also gives
 the machine's busy CPU time per submission and how many cores were busy. Each
 round also executes the source notebook (solutions and hidden tests) with plain
 nbclient in 1 and in N processes side by side: the ceiling that the machine
 itself puts on any parallel grading of this compute (shared caches, memory
-bandwidth, the host's other guests).
+bandwidth, the host's other guests); N workers over N lanes is how far grading is from
+that floor.
 
 Then it times the pieces of one submission: starting a bare kernel, starting
 it with the course's helpers (which import torch), a plain ``import torch``,
-the fork server, and the notebook's own compute (execution minus kernel
-start, from the pipeline's records). It is a measurement to read, not a test:
+the fork server, the notebook's own compute (execution minus kernel
+start, from the pipeline's records), nbgrader's own work around it, what a Dask task adds
+on the worker and what the client spends writing a student's results. It is a measurement to read, not a test:
 run it on an otherwise idle machine.
 """
 
@@ -50,22 +56,22 @@ c.Execute.extra_arguments = {extra!r}
 """
 
 
-def bench_submissions(assignment):
+def bench_submissions(assignment, root=ROOT):
     """student -> notebook: the demo students (or the solution and the release when none)."""
     import nbformat
 
     from attncourse.demo import demo_students
 
-    students = demo_students(assignment) or {"solution": {}, "blank": "release"}
-    release = nbformat.read(notebook_path(ROOT, "release", assignment), as_version=4)
+    students = demo_students(assignment, root) or {"solution": {}, "blank": "release"}
+    release = nbformat.read(notebook_path(root, "release", assignment), as_version=4)
     return {
-        s: release if answers == "release" else solution_submission(ROOT, assignment, answers)
+        s: release if answers == "release" else solution_submission(root, assignment, answers)
         for s, answers in students.items()
     }
 
 
-def _course(dest, assignment, submissions, copies, stock=False):
-    course = prepare(dest, [assignment])
+def _course(dest, assignment, submissions, copies, stock=False, root=ROOT):
+    course = prepare(dest, [assignment], root)
     if stock:
         from traitlets.config.loader import PyFileConfigLoader
 
@@ -135,7 +141,7 @@ class _Clock:
                 f"  (CPU {self.cpu / n:5.2f} s/submission, "
                 f"{self.cpu / self.wall:.2f} of {os.cpu_count()} cores busy)"
             )
-        return f"  {label:49s} {self.wall / n:6.2f} s/submission{busy}"
+        return f"  {label:60s} {self.wall / n:6.2f} s/submission{busy}"
 
 
 def _median(f, n=3):
@@ -144,6 +150,7 @@ def _median(f, n=3):
 
 def where_time_goes(extra, records):
     """Seconds for each piece of grading one submission."""
+    timed = [r for r in records if _timing(r) and "task_s" in r]
     bare = ["--HistoryManager.hist_file=:memory:"]
     torch_import = _median(
         lambda: _timed([sys.executable, "-c", "import torch"]),
@@ -169,7 +176,21 @@ def where_time_goes(extra, records):
         "notebook compute, in the pipeline (median)": statistics.median(compute)
         if compute
         else 0.0,
+        "nbgrader autograde around the execution: sanitize, gradebook, export (median)": (
+            _median_of(r["seconds"] - r["record"]["timing"]["execute_s"] for r in timed)
+        ),
+        "Dask task around autograde: scratch course, files, reading its gradebook (median)": (
+            _median_of(r["task_s"] - r["seconds"] for r in timed)
+        ),
+        "client: the student's gradebook rows, autograded folder and log (median)": (
+            _median_of(r["save_s"] for r in timed)
+        ),
     }
+
+
+def _median_of(values):
+    values = list(values)
+    return statistics.median(values) if values else 0.0
 
 
 def _timed_server():
@@ -191,12 +212,13 @@ def _timed(cmd):
     return time.monotonic() - started
 
 
-def _grade_once(base, config, assignment, submissions, copies):
+def _grade_once(base, config, assignment, submissions, copies, root=ROOT):
     """Grade one scratch course with ``config``; return (its _Clock, scores, records)."""
     _, workers, threads = config
-    course = _course(base, assignment, submissions, copies, stock=workers is None)
+    stock = workers == "stock"
+    course = _course(base, assignment, submissions, copies, stock=stock, root=root)
     with _Clock() as clock, open(os.devnull, "w") as devnull:
-        if workers is None:
+        if workers in ("stock", "serial"):
             nbgrader("autograde", assignment, "--force", cwd=course, check=False, quiet=True)
             records = []
         else:
@@ -247,13 +269,14 @@ def ceiling_wall(notebook, runs, lanes, threads):
     return time.monotonic() - started
 
 
-def ratio_lines(walls, workers, threads, cores):
+def ratio_lines(walls, workers, threads, cores, submissions=1, notebooks=1):
     """The target ratios, each taken within a round (same machine state), then their median.
 
-    ``walls``: configuration -> wall seconds per round, rounds in the same order."""
+    ``walls``: configuration -> wall seconds per round, rounds in the same order; a grading
+    run grades ``submissions``, a ceiling run executes ``notebooks``."""
 
-    def ratio(slow, fast, text):
-        per_round = [a / b for a, b in zip(walls[slow], walls[fast], strict=True)]
+    def ratio(slow, fast, text, scale=1.0):
+        per_round = [scale * a / b for a, b in zip(walls[slow], walls[fast], strict=True)]
         rounds = ", ".join(f"{r:.2f}" for r in per_round)
         return f"  {text}: {statistics.median(per_round):.2f}x (rounds: {rounds})"
 
@@ -277,10 +300,24 @@ def ratio_lines(walls, workers, threads, cores):
             f"({cores} torch threads in its one kernel)",
         ),
         ratio("stock", "1w", "stock time / 1-worker time (target >= 1.0)"),
+        ratio(
+            "serial",
+            "1w",
+            "serial nbgrader with the course config / 1-worker time (target >= 1.0)",
+        ),
+        ratio(
+            "nw",
+            "ceiling n",
+            f"{workers} workers / the {workers}-lane floor (plain nbclient), per notebook "
+            "(target <= 1.3x)",
+            scale=notebooks / submissions,
+        ),
     ]
 
 
-def run_bench(assignment="attention_variants", copies=8, workers=None, rounds=2, dest=None):
+def run_bench(
+    assignment="attention_variants", copies=8, workers=None, rounds=2, dest=None, course=ROOT
+):
     """Grade the copies with each configuration, ``rounds`` times interleaved; print seconds
     per submission, the ratios and where the time goes. Exit 1 if the pipeline's runs disagree.
 
@@ -292,13 +329,14 @@ def run_bench(assignment="attention_variants", copies=8, workers=None, rounds=2,
     workers = workers or cores
     threads = max(1, cores // workers)  # what `attncourse grade` gives each kernel
     base = Path(dest or tempfile.mkdtemp(prefix="attncourse-bench-"))
-    submissions = bench_submissions(assignment)
+    submissions = bench_submissions(assignment, course)
     n = len(submissions) * copies
     configs = {
-        "stock": ("stock nbgrader autograde", None, None),
-        "1w": (f"attncourse grade, 1 worker, {cores} threads", 1, cores),
-        "1t": (f"attncourse grade, 1 worker, {threads} threads", 1, threads),
-        "nw": (f"attncourse grade, {workers} workers, {threads} threads", workers, threads),
+        "stock": ("stock nbgrader autograde", "stock", None),
+        "serial": ("nbgrader autograde, the course's config", "serial", None),
+        "1w": (f"attncourse grade (Dask), 1 worker, {cores} threads", 1, cores),
+        "1t": (f"attncourse grade (Dask), 1 worker, {threads} threads", 1, threads),
+        "nw": (f"attncourse grade (Dask), {workers} workers, {threads} threads", workers, threads),
     }
     print(
         f"bench: {assignment}, {n} submissions ({len(submissions)} demo x {copies}), "
@@ -308,12 +346,12 @@ def run_bench(assignment="attention_variants", copies=8, workers=None, rounds=2,
     keys = list(configs)
     walls = {k: [] for k in [*keys, "ceiling 1", "ceiling n"]}
     scores, records = {}, []
-    source = notebook_path(ROOT, "source", assignment)
+    source = notebook_path(course, "source", assignment)
     runs = workers * max(1, n // (4 * workers))  # notebooks per ceiling measurement
     for r in range(rounds):
         for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
             clock, scores[key], got = _grade_once(
-                base / f"{key}-{r}", configs[key], assignment, submissions, copies
+                base / f"{key}-{r}", configs[key], assignment, submissions, copies, course
             )
             walls[key].append(clock.wall)
             records += got
@@ -323,15 +361,16 @@ def run_bench(assignment="attention_variants", copies=8, workers=None, rounds=2,
             label = (
                 f"round {r + 1}  plain nbclient, {lanes} lane{'s' * (lanes > 1)}, {threads} threads"
             )
-            print(f"  {label:49s} {walls[key][-1] / runs:6.2f} s/notebook", flush=True)
+            print(f"  {label:60s} {walls[key][-1] / runs:6.2f} s/notebook", flush=True)
     print("ratios:")
-    for line in ratio_lines(walls, workers, threads, cores):
+    for line in ratio_lines(walls, workers, threads, cores, n, runs):
         print(line)
-    pipeline = [k for k in configs if configs[k][1] is not None]
-    differ = sorted(s for s in scores["1w"] if len({str(scores[k].get(s)) for k in pipeline}) > 1)
+    pipeline = [k for k in configs if isinstance(configs[k][1], int)]
+    same = [*pipeline, "serial"]  # nbgrader's own loop under the course config too
+    differ = sorted(s for s in scores["1w"] if len({str(scores[k].get(s)) for k in same}) > 1)
     from_stock = sorted(s for s in scores["1w"] if scores["1w"][s] != scores["stock"].get(s))
     print(
-        f"  all pipeline runs give the same scores: "
+        f"  all pipeline runs and serial nbgrader give the same scores: "
         f"{'yes' if not differ else 'NO: ' + ', '.join(differ)}"
     )
     print(
@@ -342,7 +381,7 @@ def run_bench(assignment="attention_variants", copies=8, workers=None, rounds=2,
     from traitlets.config.loader import PyFileConfigLoader
 
     extra = list(
-        PyFileConfigLoader("nbgrader_config.py", path=str(ROOT))
+        PyFileConfigLoader("nbgrader_config.py", path=str(course))
         .load_config()
         .Execute.extra_arguments
     )

@@ -2,7 +2,7 @@
 
 The demo course lives in ``.demo/`` (git-ignored) with its own SQLite gradebook,
 so it never touches a real term's gradebook. Demo students are defined per
-assignment in ``demo/<assignment>.py`` as answer overrides on top of the
+assignment in the course's ``demo/<assignment>.py`` as answer overrides on top of the
 instructor's solution (``{}`` is a perfect submission, ``"release"`` the
 untouched release); ``dan`` additionally hands in a damaged notebook file.
 """
@@ -17,13 +17,13 @@ from attncourse.course import ROOT, assignments, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.submissions import solution_submission, write_submission
 
-DEMO_DIR = ROOT / "demo"
 BROKEN_STUDENT = "dan"
 
 
-def demo_students(assignment):
-    """student -> answer overrides (or "release") for one assignment, from demo/<assignment>.py."""
-    path = DEMO_DIR / f"{assignment}.py"
+def demo_students(assignment, root=ROOT):
+    """student -> answer overrides (or "release") for one assignment, from demo/<assignment>.py
+    of the course at ``root``."""
+    path = Path(root) / "demo" / f"{assignment}.py"
     if not path.exists():
         return {}
     spec = importlib.util.spec_from_file_location(f"demo_{assignment}", path)
@@ -32,40 +32,42 @@ def demo_students(assignment):
     return module.STUDENTS
 
 
-def write_demo_submissions(course, assignment):
-    """Write every demo student's submission of ``assignment``; return the student ids."""
-    students = demo_students(assignment)
+def write_demo_submissions(course, assignment, root=ROOT):
+    """Write every demo student's submission of ``assignment`` (the course at ``root`` has
+    the demo students and the solutions) into ``course``; return the student ids."""
+    students = demo_students(assignment, root)
     for student, answers in students.items():
         if answers == "release":
             nb = nbformat.read(notebook_path(course, "release", assignment), as_version=4)
         else:
-            nb = solution_submission(ROOT, assignment, answers)
+            nb = solution_submission(root, assignment, answers)
         write_submission(course, student, assignment, nb)
     # A notebook that was cut off mid-upload: not valid JSON.
-    damaged = nbformat.writes(solution_submission(ROOT, assignment))[:2000]
+    damaged = nbformat.writes(solution_submission(root, assignment))[:2000]
     write_submission(course, BROKEN_STUDENT, assignment, damaged)
     return sorted([*students, BROKEN_STUDENT])
 
 
-def run_demo(demo_dir):
-    """Release, autograde in parallel, feedback, export and report on the demo course."""
+def run_demo(demo_dir, root=ROOT):
+    """Release, autograde in parallel, feedback, export and report on a demo course made
+    in ``demo_dir`` from the course at ``root``."""
     from attncourse.feedback import generate_feedback
     from attncourse.pipeline import grade
     from attncourse.report import build_report
 
-    course = prepare(Path(demo_dir), assignments())
+    course = prepare(Path(demo_dir), assignments(root), root)
     print(f"demo course: {course}")
     status = 0
     students = {}
-    for assignment in assignments():
-        students[assignment] = write_demo_submissions(course, assignment)
+    for assignment in assignments(root):
+        students[assignment] = write_demo_submissions(course, assignment, root)
         print(f"\n== {assignment}: autograding {len(students[assignment])} demo submissions")
         status |= grade(assignment, course=course)[0]
         generate_feedback(course, assignment, quiet=True)
     nbgrader("export", cwd=course, quiet=True)
     report = build_report(course)
     print("\ngrades (autograded score / autograded points; points left for grading by hand):")
-    for assignment in assignments():
+    for assignment in assignments(root):
         print_grades(course, assignment, students[assignment])
     print("\nresults:")
     print(f"  autograded notebooks:   {course / 'autograded'}")

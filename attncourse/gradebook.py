@@ -1,9 +1,13 @@
-"""Read scores out of an nbgrader gradebook."""
+"""Read scores out of an nbgrader gradebook, and carry one student's autograde results
+from a worker's scratch gradebook into the course's."""
 
+import warnings
 from contextlib import closing
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Base, Gradebook, MissingEntry
+from sqlalchemy import create_engine, select, text
+from sqlalchemy.exc import SAWarning
 
 
 def db_url(course):
@@ -37,3 +41,96 @@ def total_scores(course, assignment, url=None, course_id="attention"):
     for student, grades in cell_scores(course, assignment, url, course_id).items():
         out[student] = (sum(g[0] for g in grades.values()), sum(g[1] for g in grades.values()))
     return out
+
+
+def write_assignment_definition(url, course_id, assignment, dest):
+    """Write a SQLite gradebook at ``dest`` holding only ``assignment``'s definition from ``url``.
+
+    It is the gradebook a worker autogrades one student into: the assignment, its notebooks
+    and their grade, solution, task and source cells, rows copied as they are (no student,
+    no submission). Raises ``MissingEntry`` when ``url`` has no such assignment.
+    """
+    t = Base.metadata.tables
+    with closing(Gradebook(url, course_id)) as gb:
+        gb.find_assignment(assignment)
+        (row,) = _rows(gb, t["assignment"], t["assignment"].c.name == assignment)
+        rows = {"course": _rows(gb, t["course"], t["course"].c.id == row["course_id"])}
+        rows["assignment"] = [row]
+        rows["notebook"] = _rows(gb, t["notebook"], t["notebook"].c.assignment_id == row["id"])
+        notebooks = [r["id"] for r in rows["notebook"]]
+        rows["base_cell"] = _rows(gb, t["base_cell"], t["base_cell"].c.notebook_id.in_(notebooks))
+        cells = [r["id"] for r in rows["base_cell"]]
+        for name in ("grade_cells", "solution_cells", "task_cells"):
+            rows[name] = _rows(gb, t[name], t[name].c.id.in_(cells))
+        rows["source_cell"] = _rows(
+            gb, t["source_cell"], t["source_cell"].c.notebook_id.in_(notebooks)
+        )
+        (version,) = gb.db.execute(text("SELECT version_num FROM alembic_version")).one()
+    # Made here, not by Gradebook(), which asks the alembic command for the version.
+    engine = create_engine(f"sqlite:///{dest}")
+    try:
+        Base.metadata.create_all(engine)
+        with engine.begin() as db:
+            db.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+            db.execute(text("INSERT INTO alembic_version VALUES (:v)"), {"v": version})
+            for name, table_rows in rows.items():  # parents first
+                if table_rows:
+                    db.execute(t[name].insert(), table_rows)
+    finally:
+        engine.dispose()
+
+
+def _rows(gb, table, where):
+    return [dict(r) for r in gb.db.execute(select(table).where(where)).mappings()]
+
+
+def autograde_results(url, assignment, student):
+    """What autograde wrote for one student, as plain data (read from a worker's gradebook).
+
+    ``{"timestamp": datetime or None, "notebooks": {notebook: {"grades": {cell: (auto_score,
+    needs_manual_grade)}, "comments": {cell: auto_comment}}}}``
+    """
+    with closing(Gradebook(url)) as gb:
+        submission = gb.find_submission(assignment, student)
+        notebooks = {
+            nb.name: {
+                "grades": {g.name: (g.auto_score, g.needs_manual_grade) for g in nb.grades},
+                "comments": {c.name: c.auto_comment for c in nb.comments},
+            }
+            for nb in submission.notebooks
+        }
+        return {"timestamp": submission.timestamp, "notebooks": notebooks}
+
+
+def save_autograde_results(gb, assignment, student, results, late_penalty):
+    """Write ``results`` (:func:`autograde_results`) into the gradebook ``gb``, as autograde
+    would have: automatic scores and comments replaced, manual scores and comments kept.
+
+    A grade with a manual score still needs review (as nbgrader's ``SaveAutoGrades`` says);
+    ``late_penalty`` is nbgrader's ``AssignLatePenalties`` (with its plugin initialised),
+    applied per notebook to the score the gradebook now gives, manual scores included.
+    """
+    gb.update_or_create_student(student)
+    when = {"timestamp": results["timestamp"]} if results["timestamp"] else {}
+    with warnings.catch_warnings():  # nbgrader's add_submission autoflushes mid-construction
+        warnings.simplefilter("ignore", SAWarning)
+        submission = gb.update_or_create_submission(assignment, student, **when)
+    notebooks = [nb for nb in submission.notebooks if nb.name in results["notebooks"]]
+    for nb in notebooks:
+        saved = results["notebooks"][nb.name]
+        for grade in nb.grades:
+            if grade.name in saved["grades"]:
+                grade.auto_score, needs_review = saved["grades"][grade.name]
+                grade.needs_manual_grade = needs_review or grade.manual_score is not None
+        for comment in nb.comments:
+            if comment.name in saved["comments"]:
+                comment.auto_comment = saved["comments"][comment.name]
+    gb.db.commit()  # the notebooks' scores below are read afresh, with these grades
+    for nb in notebooks:
+        nb.late_submission_penalty = None
+        late = submission.total_seconds_late
+        if late > 0:
+            penalty = late_penalty.plugin_inst.late_submission_penalty(student, nb.score, late)
+            if penalty is not None:
+                nb.late_submission_penalty = late_penalty._check_late_penalty(nb, penalty)
+    gb.db.commit()

@@ -1,48 +1,53 @@
-"""Autograde a whole class in parallel: ``attncourse grade ASSIGNMENT --workers N``.
+"""Autograde a whole class on a Dask cluster: ``attncourse grade ASSIGNMENT``.
 
-Each worker process runs nbgrader's own ``AutogradeApp`` on one student at a
-time, in the course directory and under the course's ``nbgrader_config.py``,
-so every preprocessor and the sandbox apply exactly as with plain
-``nbgrader autograde``. Kernels run in parallel; gradebook access does not:
-every worker takes one exclusive file lock for as long as it holds a database
-connection (nbgrader only does so for short bursts before and after
-execution), so SQLite never sees two writers and no grade is lost or written
-twice. The same holds for PostgreSQL (``--db-url``).
+This is the client. It takes what every student submitted (each folder loses its
+symlinks and special files first: :func:`attncourse.plainfiles.refuse_submission`,
+removed, never followed; a symlinked notebook leaves the student ``missing``), and sends
+one Dask task per student (:func:`attncourse.worker.grade_on_worker`): the worker runs
+nbgrader's own ``AutogradeApp`` for that student in a scratch course under the course's
+``nbgrader_config.py``, so every preprocessor, the sandbox and the judge apply exactly as
+with plain ``nbgrader autograde``, and returns the scores, the autograded folder, the log
+and the timings. Only this process writes the gradebook (SQLite or PostgreSQL, ``--db-url``)
+and ``autograded/``: automatic scores and comments as autograde would have written them,
+manual scores and comments kept (:func:`attncourse.gradebook.save_autograde_results`).
+Tasks are keyed by run, so nothing is served from an earlier run; a worker that dies
+mid-student has its student graded again elsewhere, and each student's result is written
+once. The cluster is started on this machine for the run, or named by ``--scheduler``
+(:mod:`attncourse.cluster`).
 
-A tqdm bar shows progress and each student's result as it finishes; a table
-at the end gives per student the score, status, time and active protections,
-and is saved with every student's log under ``autograded/.attncourse/``. The
-exit status is non-zero only when grading itself failed for someone (not when
-a submission was missing, unreadable or crashed its kernel: those are
-reported and graded as far as they can be).
-
-Before a student is graded, their folder loses every symlink and special file
-(:func:`attncourse.plainfiles.refuse_submission`: removed, never followed); a
-symlinked notebook leaves the student ``missing``, and the summary says what was
-refused and why.
+Students are sent longest notebook first, a few per grading slot at a time, so memory
+holds only those in flight. A tqdm bar shows progress and each student's result as it
+finishes; a table at the end gives per student the score, status, time, worker and active
+protections, and is saved with every student's log under ``autograded/.attncourse/``. The
+exit status is non-zero only when grading itself failed for someone (not when a
+submission was missing, unreadable or crashed its kernel: those are reported and graded
+as far as they can be).
 """
 
-import contextlib
-import fcntl
-import gc
-import hashlib
 import json
-import multiprocessing
 import os
+import shutil
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import uuid
 from pathlib import Path
 
 from tqdm import tqdm
 
-from attncourse.course import ROOT, notebook_path, venv_path
-from attncourse.gradebook import cell_scores
-from attncourse.plainfiles import WHY, refuse_submission, remember
+from attncourse.cluster import (
+    CourseGrading,
+    dashboard_of,
+    grading_client,
+    slots_by_host,
+    task_resources,
+)
+from attncourse.course import notebook_path
+from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
+from attncourse.plainfiles import WHY, refuse_submission
+from attncourse.worker import grade_on_worker, read_tree, stop_grading, write_tree
 
-RECORD = "attncourse"
+IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
 
 
 def students_of(course, assignment):
@@ -53,138 +58,47 @@ def students_of(course, assignment):
     return sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
 
 
-def configured_db_url(course):
-    """The gradebook URL the course's nbgrader_config.py gives (nbgrader's default otherwise)."""
-    from nbgrader.coursedir import CourseDirectory
+def course_config(course):
+    """The course's ``nbgrader_config.py``, loaded."""
     from traitlets.config.loader import PyFileConfigLoader
 
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
+def configured_db_url(course, config=None):
+    """The gradebook URL the course's nbgrader_config.py gives (nbgrader's default otherwise)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    config = course_config(course) if config is None else config
     return CourseDirectory(config=config, root=str(course)).db_url
 
 
-def lock_path(db_url):
-    """The lock file that serializes access to the gradebook at ``db_url``."""
-    digest = hashlib.sha256(db_url.encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"attncourse-gradebook-{digest}.lock"
+def course_bundle(course, assignment, db_url, config, run):
+    """What every worker needs of the course for ``assignment``: the files ``course_files``
+    names (the config and its modules), the assignment's source and release folders and a
+    gradebook with only its definition. Raises ``MissingEntry`` if it was never released."""
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config, root=str(course))
+    files = {}
+    for pattern in CourseGrading(config=config).course_files:
+        for path in sorted(course.glob(pattern)):
+            if path.is_file() and not path.is_symlink():
+                files[path.relative_to(course).as_posix()] = (path.read_bytes(), 0o644)
+    for folder in (coursedir.source_directory, coursedir.release_directory):
+        for rel, data in read_tree(course / folder / assignment).items():
+            if ".ipynb_checkpoints" not in rel.split("/"):
+                files[f"{folder}/{assignment}/{rel}"] = data
+    with tempfile.TemporaryDirectory() as scratch:
+        gradebook = Path(scratch) / "gradebook.db"
+        write_assignment_definition(db_url, coursedir.course_id, assignment, gradebook)
+        return {"run": run, "files": files, "gradebook": gradebook.read_bytes()}
 
 
-class GradebookLock:
-    """Hold an exclusive file lock while this process has any database connection checked out.
-
-    Installed through SQLAlchemy pool events, so it covers every gradebook
-    access nbgrader makes, including nested sessions (counted, not re-locked).
-    """
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        self.depth = 0
-        self.guard = threading.Lock()
-        self.held_s = 0.0
-        self.waited_s = 0.0
-        self._since = 0.0
-
-    def acquire(self, *_):
-        with self.guard:
-            if self.depth == 0:
-                asked = time.monotonic()
-                fcntl.flock(self.fd, fcntl.LOCK_EX)
-                self._since = time.monotonic()
-                self.waited_s += self._since - asked
-            self.depth += 1
-
-    def release(self, *_):
-        with self.guard:
-            self.depth -= 1
-            if self.depth == 0:
-                self.held_s += time.monotonic() - self._since
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def install(self):
-        from sqlalchemy import event
-        from sqlalchemy.pool import Pool
-
-        event.listen(Pool, "checkout", self.acquire)
-        event.listen(Pool, "checkin", self.release)
-
-
-_lock = None
-_graded = 0  # students this worker process has graded
-
-
-def _init_worker(path, course, threads):
-    global _lock
-    os.chdir(course)
-    os.environ["PATH"] = venv_path()
-    # Kernels inherit this: parallel kernels share the cores instead of oversubscribing them.
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    _lock = GradebookLock(path)
-    _lock.install()
-
-
-def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=()):
-    """Autograde one student with nbgrader's AutogradeApp in this process; return a result dict.
-
-    ``refused``: what :func:`grade` removed from the student's folder, for the notebook's record.
-    """
-    from nbgrader.apps import AutogradeApp
-
-    global _graded
-    if _graded == 1:
-        # After the first student the modules and caches grading needs are loaded: collect
-        # what that student left, then freeze the survivors, so that the collections during
-        # the next students scan only their own objects (they took a fifth to a third of a
-        # worker's CPU before). Once only: what is frozen is never freed.
-        gc.collect()
-        gc.freeze()
-    _graded += 1
-    started = time.monotonic()
-    held, waited = (_lock.held_s, _lock.waited_s) if _lock else (0.0, 0.0)
-    result = {"student": student, "error": None}
-    folder = notebook_path(course, "submitted", assignment, student).parent
-    remember(folder, refused)
-    log = Path(log_dir) / f"{student}.log"
-    with _output_to(log):
-        for entry in refused:
-            print(f"Refused {folder}/{entry}: {WHY}; removed, never followed", file=sys.stderr)
-        try:
-            app = AutogradeApp()
-            app.initialize([assignment, "--student", student, "--force", *nbgrader_args])
-            app.start()
-        except BaseException as e:  # noqa: BLE001 - reported per student; the class goes on
-            result["error"] = f"{type(e).__name__}: {e}".strip() + f" (see {log})"
-    result["seconds"] = round(time.monotonic() - started, 2)
-    if _lock:
-        result["gradebook_lock_s"] = round(_lock.held_s - held, 3)
-        result["gradebook_wait_s"] = round(_lock.waited_s - waited, 3)
-    result["record"] = _read_record(notebook_path(course, "autograded", assignment, student))
-    return result
-
-
-@contextlib.contextmanager
-def _output_to(path):
-    """Send this process's stdout and stderr (nbgrader's log included) to ``path``."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, log):
-            os.close(fd)
-
-
-def _read_record(path):
-    try:
-        return json.loads(Path(path).read_text()).get("metadata", {}).get(RECORD, {})
-    except (OSError, ValueError):
-        return {}
+def _the_course(bundle):
+    """The run's course bundle, as a task every student's task depends on (fetched once per
+    worker; kept in the task graph, so it is made again if the workers holding it die)."""
+    return bundle
 
 
 def status_of(result):
@@ -246,24 +160,32 @@ def protections_of(record):
 def grade(
     assignment,
     workers=None,
-    course=ROOT,
+    course=".",
     db_url=None,
     students=None,
     nbgrader_args=(),
     progress=True,
     out=sys.stdout,
     threads=None,
+    scheduler=None,
 ):
     """Autograde every submitted student of ``assignment``; return (exit status, results).
 
-    ``threads``: torch/OpenMP threads per kernel (default: the cores shared out among the
-    workers, so parallel kernels do not oversubscribe the machine).
+    ``scheduler``: address of a running Dask scheduler (default: ``c.CourseGrading.scheduler``,
+    else a local cluster of ``workers`` processes, default the cores). ``threads``:
+    torch/OpenMP threads per kernel (default: each host's cores shared out among its
+    grading slots, so parallel kernels do not oversubscribe it).
     """
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import AssignLatePenalties
+
     course = Path(course).resolve()
-    workers = workers or os.cpu_count() or 1
-    db_url = db_url or configured_db_url(course)
-    args = [f"--CourseDirectory.root={course}", f"--CourseDirectory.db_url={db_url}"]
-    args += list(nbgrader_args)
+    config = course_config(course)
+    settings = CourseGrading(config=config)
+    scheduler = scheduler or settings.scheduler or None
+    db_url = db_url or configured_db_url(course, config)
+    course_id = CourseDirectory(config=config, root=str(course)).course_id
     students = list(students) if students is not None else students_of(course, assignment)
     if not students:
         print(f"no submissions: nothing in {course}/submitted/*/{assignment}/", file=out)
@@ -288,41 +210,54 @@ def grade(
     # little): the short ones then fill the workers' last minutes instead of one long one
     # keeping a single worker busy at the end.
     todo.sort(key=lambda s: -size[s])
-    if len(todo) > workers:
-        args.append("--ResilientExecute.prewarm=True")  # each worker has a next student
-    threads = threads or max(1, (os.cpu_count() or 1) // workers)
     started = time.monotonic()
     bar = tqdm(total=len(students), unit="student", disable=not progress, file=sys.stderr)
     bar.update(len(students) - len(todo))
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=min(workers, max(len(todo), 1)),
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(str(lock_path(db_url)), str(course), threads),
-    ) as pool:
-        futures = {
-            pool.submit(
-                grade_student, str(course), assignment, s, args, str(run_dir), refused[s]
-            ): s
-            for s in todo
-        }
-        for future in as_completed(futures):
-            student = futures[future]
-            try:
-                results[student] = future.result()
-            except Exception as e:  # the worker process itself died
-                results[student] = {"student": student, "error": f"worker died: {e}"}
-            if refused[student]:
-                results[student]["refused"] = refused[student]
-            status, _ = status_of(results[student])
-            bar.set_postfix_str(f"{student}: {status}")
-            if progress:
-                bar.write(f"  {status:10s} {student} ({results[student].get('seconds', 0):.1f}s)")
-            bar.update(1)
+    n_workers = 0
+    if todo:
+        try:
+            bundle = course_bundle(course, assignment, db_url, config, uuid.uuid4().hex[:12])
+        except MissingEntry:
+            print(f"{assignment} is not in the gradebook: release it first", file=out)
+            return 1, {}
+        late_penalty = AssignLatePenalties(config=config)
+        late_penalty.init_plugin()
+        local_workers = min(workers or os.cpu_count() or 1, len(todo))
+        with (
+            grading_client(
+                scheduler, local_workers, settings.kernels_per_gpu, settings.worker_wait
+            ) as client,
+            Gradebook(db_url, course_id) as gb,
+        ):
+
+            def save(student, result):
+                if refused[student]:
+                    result["refused"] = refused[student]
+                _save(course, assignment, run_dir, gb, late_penalty, result)
+                results[student] = result
+                status, _ = status_of(result)
+                bar.set_postfix_str(f"{student}: {status}")
+                if progress:
+                    worker = f", {result['worker']}" if result.get("worker") else ""
+                    bar.write(f"  {status:10s} {student} ({result.get('seconds', 0):.1f}s{worker})")
+                bar.update(1)
+
+            def say(line):  # above the progress bar
+                bar.write(line, file=out)
+
+            jobs = {
+                "course": course,
+                "assignment": assignment,
+                "refused": refused,
+                "args": list(nbgrader_args),
+                "threads": threads,
+                "retries": settings.retries,
+                "where": f"Dask scheduler {scheduler}" if scheduler else "a local Dask cluster",
+            }
+            n_workers = _grade_on_cluster(client, bundle, todo, jobs, save, say)
     bar.close()
     wall = time.monotonic() - started
-    scores = cell_scores(course, assignment, url=db_url)
+    scores = cell_scores(course, assignment, url=db_url, course_id=course_id)
     for student, result in results.items():
         grades = scores.get(student, {})
         result["score"] = sum(g[0] or 0 for g in grades.values())
@@ -331,20 +266,109 @@ def grade(
         result["status"], result["details"] = status_of(result)
     summary = {
         "assignment": assignment,
-        "workers": workers,
-        "threads_per_kernel": threads,
+        "scheduler": scheduler or "local",
+        "workers": n_workers,
+        "threads_per_kernel": threads
+        or sorted({r["threads_per_kernel"] for r in results.values() if "threads_per_kernel" in r}),
         "wall_s": round(wall, 2),
         "db_url": db_url.split("@")[-1],
         "students": [results[s] for s in sorted(results)],
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print_summary(summary, out)
     failed = [s for s, r in results.items() if r["status"] == "error"]
     return (1 if failed else 0), results
 
 
+def _grade_on_cluster(client, bundle, todo, jobs, save, say):
+    """Grade ``todo`` on ``client``'s cluster, calling ``save(student, result)`` as each comes
+    back and ``say`` with news of the cluster; return the number of workers."""
+    info = client.scheduler_info()
+    slots = slots_by_host(info)
+    say(f"{jobs['assignment']}: grading on {jobs['where']}, {len(info['workers'])} workers")
+    dashboard = dashboard_of(client)
+    if dashboard:
+        say(f"Dask dashboard: {dashboard}")
+    if len(todo) > sum(slots.values()):
+        jobs["args"].append("--ResilientExecute.prewarm=True")  # each has a next student
+    jobs.update(slots=slots, resources=task_resources(info))
+    try:
+        for student, result in _graded(client, bundle, todo, jobs):
+            save(student, result)
+    finally:
+        client.run(stop_grading, bundle["run"], on_error="ignore")
+    return len(info["workers"])
+
+
+def _graded(client, bundle, todo, jobs):
+    """Yield (student, result) as the cluster grades ``todo``, sending a few students per
+    grading slot at a time; a task that failed for good yields an ``error`` result."""
+    from distributed import as_completed
+
+    assignment, run = jobs["assignment"], bundle["run"]
+    the_course = client.submit(_the_course, bundle, key=f"course-{assignment}-{run}")
+    pending = list(todo)
+    futures = {}
+    done = as_completed()
+
+    def send_more():
+        window = IN_FLIGHT_PER_SLOT * max(1, client.scheduler_info(n_workers=1)["total_threads"])
+        while pending and len(futures) < window:
+            student = pending.pop(0)
+            folder = notebook_path(jobs["course"], "submitted", assignment, student).parent
+            job = {
+                "assignment": assignment,
+                "student": student,
+                "files": read_tree(folder),
+                "refused": jobs["refused"][student],
+                "args": jobs["args"],
+                "threads": jobs["threads"],
+                "slots": jobs["slots"],
+            }
+            future = client.submit(
+                grade_on_worker,
+                the_course,
+                job,
+                key=f"grade-{student}-{run}",
+                retries=jobs["retries"],
+                resources=jobs["resources"],
+                priority=len(pending),  # in the order sent: longest first
+                pure=False,
+            )
+            futures[future] = student
+            done.add(future)
+
+    send_more()
+    for future in done:
+        student = futures.pop(future)
+        try:
+            result = future.result()
+        except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good
+            result = {"student": student, "error": f"grading failed: {type(e).__name__}: {e}"}
+        future.release()
+        yield student, result
+        send_more()
+
+
+def _save(course, assignment, run_dir, gb, late_penalty, result):
+    """Write one student's result: the log, the autograded folder and the gradebook."""
+    started = time.monotonic()
+    student = result["student"]
+    (run_dir / f"{student}.log").write_text(result.pop("log", ""))
+    folder = notebook_path(course, "autograded", assignment, student).parent
+    files = result.pop("files", None)
+    if files:
+        write_tree(folder, files)
+    elif files is not None:
+        shutil.rmtree(folder, ignore_errors=True)  # as autograde --force left it
+    saved = result.pop("gradebook", None)
+    if saved:
+        save_autograde_results(gb, assignment, student, saved, late_penalty)
+    result["save_s"] = round(time.monotonic() - started, 3)
+
+
 def print_summary(summary, out=sys.stdout):
-    """The end-of-run table: per student score, status, time, protections; then totals."""
+    """The end-of-run table: per student score, status, time, worker, protections; then totals."""
     rows = summary["students"]
     width = max([len(r["student"]) for r in rows] + [7])
     print(
@@ -352,13 +376,21 @@ def print_summary(summary, out=sys.stdout):
         f"{summary['wall_s']:.1f}s",
         file=out,
     )
-    print(f"{'student':{width}}  {'score':>11}  {'status':10}  {'time':>6}  protections", file=out)
+    workers = max([len(r.get("worker") or "-") for r in rows] + [6])
+    print(
+        f"{'student':{width}}  {'score':>11}  {'status':10}  {'time':>6}  {'worker':{workers}}  "
+        "protections",
+        file=out,
+    )
     for r in rows:
         score = f"{r['score']:g}/{r['max_score']:g}" if r.get("max_score") else "-"
         seconds = f"{r['seconds']:.1f}s" if "seconds" in r else "-"
         prot = protections_of(r.get("record", {})) if r.get("record") else "-"
+        worker = r.get("worker") or "-"
         print(
-            f"{r['student']:{width}}  {score:>11}  {r['status']:10}  {seconds:>6}  {prot}", file=out
+            f"{r['student']:{width}}  {score:>11}  {r['status']:10}  {seconds:>6}  "
+            f"{worker:{workers}}  {prot}",
+            file=out,
         )
         if r["details"]:
             print(f"{'':{width}}    {r['details']}", file=out)

@@ -1,7 +1,92 @@
-"""Shared pytest set-up: run nbgrader's helpers (alembic) from this venv."""
+"""Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; a Dask cluster."""
 
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from attncourse.course import venv_path
 
 os.environ["PATH"] = venv_path()
+
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DaskCluster:
+    """A ``dask scheduler`` and named ``dask worker`` processes (one thread, no nanny, so a
+    worker's process is the one to kill) on 127.0.0.1, run from this venv's ``dask``."""
+
+    def __init__(self, base, names):
+        self.base = Path(base)
+        self.base.mkdir(parents=True, exist_ok=True)
+        port = _free_port()
+        self.address = f"tcp://127.0.0.1:{port}"
+        self.workers = {}
+        self.scheduler = self._start(
+            "scheduler", "scheduler", "--host=127.0.0.1", f"--port={port}", "--no-dashboard"
+        )
+        try:
+            self._start_workers(names)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_workers(self, names):
+        for name in names:
+            self.workers[name] = self._start(
+                name,
+                "worker",
+                self.address,
+                "--nthreads=1",
+                "--no-nanny",
+                f"--name={name}",
+                "--host=127.0.0.1",
+                "--no-dashboard",
+                f"--local-directory={self.base / name}",
+            )
+        from distributed import Client
+
+        with Client(self.address, timeout=120) as client:
+            client.wait_for_workers(len(names), timeout=180)
+
+    def _start(self, log, *args):
+        with open(self.base / f"{log}.log", "wb") as out:
+            return subprocess.Popen([DASK, *args], stdout=out, stderr=subprocess.STDOUT)
+
+    def kill(self, name):
+        """SIGKILL worker ``name``: it dies mid-task, as a machine that goes away."""
+        self.workers[name].send_signal(signal.SIGKILL)
+        self.workers[name].wait(timeout=30)
+
+    def stop(self):
+        for process in [*self.workers.values(), self.scheduler]:
+            if process.poll() is None:
+                process.terminate()
+        deadline = time.monotonic() + 20
+        for process in [*self.workers.values(), self.scheduler]:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def dask_cluster(tmp_path):
+    """A running Dask cluster of two one-thread workers, ``w1`` and ``w2`` (stopped after)."""
+    cluster = DaskCluster(tmp_path / "dask", ["w1", "w2"])
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -1,85 +1,152 @@
-"""The pipeline's gradebook lock: concurrent writers lose and duplicate nothing.
+"""The client is the only writer of the gradebook: what a worker's scratch gradebook starts
+with, and how one student's autograde results are carried into the course's gradebook."""
 
-nbgrader's gradebook opens a database connection for each short burst of
-reads and writes; the pipeline's workers hold one exclusive file lock while a
-connection is checked out, so their bursts never overlap.
-"""
-
-import multiprocessing
-import os
+import datetime
 import sqlite3
-import subprocess
-import sys
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import closing
 
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader.preprocessors import AssignLatePenalties
+from traitlets.config import Config
 
-from attncourse.pipeline import GradebookLock, lock_path, protections_of, status_of
+from attncourse.gradebook import (
+    autograde_results,
+    save_autograde_results,
+    write_assignment_definition,
+)
+from attncourse.pipeline import protections_of, status_of
+from attncourse.worker import read_tree, write_tree
 
-WRITERS = 4
-STUDENTS_EACH = 10
-
-
-def _write_students(url, lock, prefix):
-    """Add students one session at a time, as nbgrader does per submission."""
-    GradebookLock(lock).install()
-    for i in range(STUDENTS_EACH):
-        with Gradebook(url) as gb:
-            gb.update_or_create_student(f"{prefix}-{i}", first_name=prefix)
-    return prefix
+DUE = datetime.datetime(2030, 1, 1)
+IDS = "nb", "a1"
 
 
-@pytest.mark.slow
-def test_parallel_writers_lose_and_duplicate_nothing(tmp_path):
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+def _course_gradebook(url):
+    """A gradebook with assignment a1 (one notebook: two tests, an answer, a written answer)."""
+    with Gradebook(url, "attention") as gb:
+        gb.add_assignment("a1", duedate=DUE)
+        gb.add_assignment("other")
+        gb.add_notebook("nb", "a1")
+        gb.add_grade_cell("t1", *IDS, max_score=2, cell_type="code")
+        gb.add_grade_cell("t2", *IDS, max_score=1, cell_type="code")
+        gb.add_grade_cell("why", *IDS, max_score=2, cell_type="markdown")
+        gb.add_solution_cell("answer", *IDS)
+        gb.add_solution_cell("why", *IDS)
+        gb.add_source_cell("t1", *IDS, cell_type="code", source="assert f(1) == 2")
+        gb.add_student("early")
+        gb.add_submission("a1", "early")
+
+
+def _results(t1=2.0, when=None, comment=None):
+    return {
+        "timestamp": when,
+        "notebooks": {
+            "nb": {
+                "grades": {"t1": (t1, False), "t2": (1.0, True), "why": (None, True)},
+                "comments": {"answer": comment, "why": None},
+            }
+        },
+    }
+
+
+def _late_penalty(method="none"):
+    config = Config()
+    config.LateSubmissionPlugin.penalty_method = method
+    late = AssignLatePenalties(config=config)
+    late.init_plugin()
+    return late
+
+
+def test_workers_gradebook_holds_the_assignment_and_no_student(tmp_path):
+    url = f"sqlite:///{tmp_path / 'course.db'}"
+    _course_gradebook(url)
+    write_assignment_definition(url, "attention", "a1", tmp_path / "scratch.db")
+    db = sqlite3.connect(tmp_path / "scratch.db")
+    count = {
+        t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+        for t in (
+            "assignment",
+            "notebook",
+            "grade_cells",
+            "solution_cells",
+            "source_cell",
+            "student",
+            "submitted_assignment",
+            "grade",
+        )
+    }
+    assert count == {
+        "assignment": 1,
+        "notebook": 1,
+        "grade_cells": 3,
+        "solution_cells": 2,
+        "source_cell": 1,
+        "student": 0,
+        "submitted_assignment": 0,
+        "grade": 0,
+    }
+    with closing(Gradebook(f"sqlite:///{tmp_path / 'scratch.db'}", "attention")) as gb:
+        assert gb.find_source_cell("t1", *IDS).source == "assert f(1) == 2"
+        assert gb.find_assignment("a1").duedate == DUE
+        gb.add_student("s1")
+        gb.add_submission("a1", "s1")  # what autograde does in it
+        assert autograde_results(gb.db.bind.url.render_as_string(), "a1", "s1")["notebooks"]
+
+
+def test_saving_keeps_manual_scores_and_comments(tmp_path):
+    url = f"sqlite:///{tmp_path / 'course.db'}"
+    _course_gradebook(url)
     with Gradebook(url) as gb:
-        gb.add_assignment("a1")
-    lock = str(lock_path(url))
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(WRITERS, mp_context=context) as pool:
-        done = list(pool.map(_write_students, [url] * WRITERS, [lock] * WRITERS, "abcd"))
-    assert sorted(done) == list("abcd")
-    db = sqlite3.connect(tmp_path / "gradebook.db")
-    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT id) FROM student").fetchone() == (
-        WRITERS * STUDENTS_EACH,
-        WRITERS * STUDENTS_EACH,
-    )
+        save_autograde_results(gb, "a1", "early", _results(t1=0.0), _late_penalty())
+        gb.find_grade("t1", *IDS, "early").manual_score = 1.5  # a grader's override
+        gb.find_grade("why", *IDS, "early").manual_score = 2.0
+        gb.find_comment("why", *IDS, "early").manual_comment = "Both points."
+        gb.db.commit()
+        save_autograde_results(gb, "a1", "early", _results(comment="flagged"), _late_penalty())
+        t1, t2, why = (gb.find_grade(g, *IDS, "early") for g in ("t1", "t2", "why"))
+        assert (t1.auto_score, t1.manual_score, t1.score, t1.needs_manual_grade) == (
+            2.0,
+            1.5,
+            1.5,
+            True,
+        )
+        assert (t2.score, t2.needs_manual_grade) == (1.0, True)  # flagged by the worker
+        assert (why.score, why.needs_manual_grade) == (2.0, True)
+        assert gb.find_comment("why", *IDS, "early").manual_comment == "Both points."
+        assert gb.find_comment("answer", *IDS, "early").auto_comment == "flagged"
+        assert len(gb.find_assignment("a1").submissions) == 1
 
 
-def _try_lock(path):
-    """Exit status 0 when another process could take the lock right now, 1 otherwise."""
-    code = (
-        "import fcntl, os, sys\n"
-        f"fd = os.open({str(path)!r}, os.O_RDWR)\n"
-        "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
-        "except BlockingIOError:\n    sys.exit(1)\n"
-    )
-    return subprocess.run([sys.executable, "-c", code]).returncode
+def test_saving_creates_the_student_and_applies_the_late_penalty_to_the_whole_score(tmp_path):
+    url = f"sqlite:///{tmp_path / 'course.db'}"
+    _course_gradebook(url)
+    late = DUE + datetime.timedelta(hours=1)
+    with Gradebook(url) as gb:
+        save_autograde_results(gb, "a1", "new", _results(when=late), _late_penalty("zero"))
+        submission = gb.find_submission("a1", "new")
+        assert submission.timestamp == late and submission.total_seconds_late == 3600
+        nb = gb.find_submission_notebook(*IDS, "new")
+        assert nb.score == 3.0 and nb.late_submission_penalty == 3.0
+        on_time = _results(when=DUE - datetime.timedelta(hours=1))
+        save_autograde_results(gb, "a1", "new", on_time, _late_penalty("zero"))
+        assert gb.find_submission_notebook(*IDS, "new").late_submission_penalty is None
 
 
-def test_lock_is_held_exactly_while_a_session_is_open(tmp_path):
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    path = tmp_path / "gradebook.lock"
-    lock = GradebookLock(str(path))
-    lock.install()
-    try:
-        with Gradebook(url) as gb:
-            gb.add_assignment("a1")
-            assert lock.depth == 0 and _try_lock(path) == 0  # committed: connection returned
-            gb.find_assignment("a1")  # a read opens a transaction: the connection stays out
-            with Gradebook(url) as inner:  # nested sessions: counted, not re-locked
-                inner.find_assignment("a1")
-                assert lock.depth == 2
-            assert lock.depth == 1 and _try_lock(path) == 1
-        assert lock.depth == 0 and _try_lock(path) == 0
-    finally:
-        from sqlalchemy import event
-        from sqlalchemy.pool import Pool
-
-        event.remove(Pool, "checkout", lock.acquire)
-        event.remove(Pool, "checkin", lock.release)
-        os.close(lock.fd)
+def test_files_travel_as_plain_files_and_stay_inside_their_folder(tmp_path):
+    src = tmp_path / "src"
+    (src / "data").mkdir(parents=True)
+    (src / "a.ipynb").write_text("{}")
+    (src / "data" / "x.npy").write_bytes(b"\x93NUMPY")
+    (src / "link").symlink_to(src / "a.ipynb")
+    files = read_tree(src)
+    assert set(files) == {"a.ipynb", "data/x.npy"}
+    write_tree(tmp_path / "dest", files)
+    assert (tmp_path / "dest" / "data" / "x.npy").read_bytes() == b"\x93NUMPY"
+    for rel in ("../escaped", "/etc/passwd", "data/../../escaped"):
+        with pytest.raises(ValueError):
+            write_tree(tmp_path / "dest", {rel: (b"", 0o644)})
+    assert not (tmp_path / "escaped").exists()
 
 
 def test_status_names_the_worst_thing_that_happened():

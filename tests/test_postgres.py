@@ -1,4 +1,6 @@
-"""Parallel grading against a real PostgreSQL gradebook, started by the test itself.
+"""Grading against a real PostgreSQL gradebook, started by the test itself, on a running
+Dask cluster: the workers autograde into scratch SQLite gradebooks of their own and the
+client alone writes PostgreSQL.
 
 The server runs from a temporary data directory as an unprivileged user
 (``initdb`` refuses root), listens on loopback only, and is stopped at the end.
@@ -85,7 +87,7 @@ def postgres_url():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_parallel_grading_against_postgres_matches_sqlite(tmp_path, postgres_url):
+def test_parallel_grading_against_postgres_matches_sqlite(tmp_path, postgres_url, dask_cluster):
     pg_course = make_course(tmp_path / "pg")
     nbgrader(
         "generate_assignment",
@@ -102,8 +104,11 @@ def test_parallel_grading_against_postgres_matches_sqlite(tmp_path, postgres_url
         for student, nb in students.items():
             submit(course, student, nb)
 
-    status, results = grade(ASSIGNMENT, workers=2, course=pg_course, db_url=postgres_url)
+    status, results = grade(
+        ASSIGNMENT, course=pg_course, db_url=postgres_url, scheduler=dask_cluster.address
+    )
     assert status == 0
+    assert {r["worker"] for r in results.values()} <= {"w1", "w2"}
     assert grade(ASSIGNMENT, workers=2, course=sqlite_course)[0] == 0
 
     on_postgres = cell_scores(pg_course, ASSIGNMENT, url=postgres_url)

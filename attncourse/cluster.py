@@ -1,0 +1,148 @@
+"""Where grading runs: a Dask cluster, started on this machine for one run or already running.
+
+Without a scheduler address, ``attncourse grade`` starts a local cluster for the run and
+closes it at the end: a ``LocalCluster`` of worker processes, one thread each, as many as
+``--workers`` (default: the cores). On a GPU grader it starts ``kernels_per_gpu`` workers per
+visible GPU instead, each pinned to its device with ``CUDA_VISIBLE_DEVICES`` and advertising
+the resource ``GPU=1``. With an address (``--scheduler``, or ``c.CourseGrading.scheduler``
+in ``nbgrader_config.py``) it grades on that cluster: ``dask scheduler`` / ``dask worker``,
+dask-jobqueue's ``SLURMCluster``, dask-kubernetes' ``KubeCluster`` (README, "Grading a
+large class"). Where any worker advertises ``GPU``, every student's task asks for
+``GPU=1``, so kernels on a device never outnumber its workers.
+"""
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+
+from traitlets import Float, Integer, List, Unicode
+from traitlets.config import Configurable
+
+
+class CourseGrading(Configurable):
+    """How ``attncourse grade`` runs (``c.CourseGrading.*`` in ``nbgrader_config.py``)."""
+
+    scheduler = Unicode(
+        "",
+        help="Address of a running Dask scheduler to grade on (tcp://HOST:8786); empty: a "
+        "local cluster of this machine's cores, started for the run.",
+    ).tag(config=True)
+    retries = Integer(
+        2,
+        help="Times a student's task runs again after it failed (its grading process died); "
+        "a task whose worker died is run elsewhere by Dask in any case.",
+    ).tag(config=True)
+    kernels_per_gpu = Integer(
+        1, help="On a GPU grader, local workers (kernels at a time) per visible GPU."
+    ).tag(config=True)
+    course_files = List(
+        Unicode(),
+        default_value=["*.py"],
+        help="Files of the course directory (glob patterns) that workers get besides the "
+        "assignment's source and release folders: the config and the modules it imports.",
+    ).tag(config=True)
+    worker_wait = Float(300.0, help="Seconds to wait for a first worker of a running cluster.").tag(
+        config=True
+    )
+
+
+def visible_gpus():
+    """The GPUs this machine's workers may use: ``CUDA_VISIBLE_DEVICES`` or ``nvidia-smi -L``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [str(i) for i, line in enumerate(listed.splitlines()) if line.startswith("GPU ")]
+
+
+def gpu_worker_specs(gpus, kernels_per_gpu):
+    """Dask worker specs for a GPU grader: ``kernels_per_gpu`` one-thread workers per GPU,
+    each pinned to it (``CUDA_VISIBLE_DEVICES``) and advertising ``GPU=1``."""
+    from distributed import Nanny
+
+    specs = {}
+    for gpu in gpus:
+        for k in range(kernels_per_gpu):
+            specs[f"gpu{gpu}-{k}"] = {
+                "cls": Nanny,
+                "options": {
+                    "nthreads": 1,
+                    "resources": {"GPU": 1},
+                    "env": {"CUDA_VISIBLE_DEVICES": gpu},
+                    "memory_limit": 0,
+                },
+            }
+    return specs
+
+
+@contextlib.contextmanager
+def grading_client(scheduler=None, workers=None, kernels_per_gpu=1, worker_wait=300.0):
+    """A Dask client on the cluster at ``scheduler``, or on a local one started (and closed)
+    here: ``workers`` processes of one thread (default: the cores), or pinned GPU workers."""
+    from distributed import Client, LocalCluster, Scheduler, SpecCluster
+
+    if scheduler:
+        client = Client(scheduler)
+        try:
+            client.wait_for_workers(1, timeout=worker_wait)
+            yield client
+        finally:
+            client.close()
+        return
+    quiet = logging.ERROR
+    gpus = visible_gpus()
+    if gpus:
+        scheduler_spec = {"cls": Scheduler, "options": {"dashboard_address": ":0"}}
+        specs = gpu_worker_specs(gpus, max(1, kernels_per_gpu))
+        cluster = SpecCluster(workers=specs, scheduler=scheduler_spec, silence_logs=quiet)
+    else:
+        cluster = LocalCluster(
+            n_workers=workers or os.cpu_count() or 1,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=0,  # the sandbox limits each kernel; the workers themselves are small
+            dashboard_address=":0",
+            silence_logs=quiet,
+        )
+    try:
+        with Client(cluster) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+def task_resources(info):
+    """What each student's task asks of a worker: ``{"GPU": 1}`` where a worker has GPUs."""
+    has_gpu = any(w.get("resources", {}).get("GPU") for w in info["workers"].values())
+    return {"GPU": 1} if has_gpu else None
+
+
+def slots_by_host(info):
+    """host -> grading slots (worker threads) the cluster has there."""
+    slots = {}
+    for worker in info["workers"].values():
+        slots[worker["host"]] = slots.get(worker["host"], 0) + worker["nthreads"]
+    return slots
+
+
+def dashboard_of(client):
+    """The Dask dashboard's address, where the scheduler serves one (it needs bokeh there)."""
+    if "dashboard" not in client.scheduler_info().get("services", {}):
+        return None
+    if not client.run_on_scheduler(_has_bokeh):
+        return None
+    return client.dashboard_link
+
+
+def _has_bokeh():
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
