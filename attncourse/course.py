@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENTS = ("attention_variants", "mla_inference", "attention_worksheet", "attention_theory")
+# Course order, gentlest first: the worksheet, the theory, the 14-part variants study, MLA inference.
+ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")
 
 
 def assignments(root=ROOT):
