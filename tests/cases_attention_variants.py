@@ -31,6 +31,10 @@ the test process's own torch and builtins.
 import textwrap
 from dataclasses import dataclass, field
 
+import nbformat
+
+from attncourse.course import ROOT, notebook_path
+
 
 @dataclass(frozen=True)
 class Case:
@@ -50,6 +54,13 @@ def correct(name, **cells):
 
 def wrong(name, lose, note="", alone=False, **cells):
     CASES.append(Case(name, cells, frozenset(lose.split()), note, alone))
+
+
+def provided_part(grade_id):
+    """The text of answer cell ``grade_id`` of the source notebook above its solution region."""
+    nb = nbformat.read(notebook_path(ROOT, "source", "attention_variants"), as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return cell.source.split("### BEGIN SOLUTION")[0].strip("\n")
 
 
 def dedent(text):
@@ -1383,28 +1394,23 @@ wrong(
     ),
 )
 
-# Part 13 experiment: the provided data cell stays; only the solution region changes.
-EXPERIMENT_DATA = """
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+# Part 13 experiment: the course's data (the answer cell above its solution region) stays;
+# only the solution region changes.
+EXPERIMENT_DATA = provided_part("p13_experiment")
 
-D = 1024
-H = 32
-D_qkv = D // H
-r = 50
-
-W_DKV = torch.randn(r, D)
-W_UK = torch.randn(D, r)
-W_UV = torch.randn(D, r)
-W_Q = torch.randn(D, D)
-W_O = torch.randn(D, D)
-
-B = 32
-L_1 = 100
-L_2 = 300
-
-x = torch.randn(B, L_1, D).to(device)
-y = torch.randn(B, L_2, D).to(device)
-"""
+# The original problem's data: unscaled randn weights give logits ~7e3 and one-hot softmaxes.
+# The judge recomputes everything from the student's own data, so it still accepts a correct
+# experiment run on it (a correct alternative, and the hardest case for the rounding allowance).
+UNSCALED_DATA = EXPERIMENT_DATA
+for _scaled, _unscaled in (
+    (" / D**0.5  # (r, D)", "  # (r, D)"),
+    (" / r**0.5  # (D, r) key", "  # (D, r) key"),
+    (" / r**0.5  # (D, r) value", "  # (D, r) value"),
+    (" / D**0.5  # (D, D) query", "  # (D, D) query"),
+    (" / D**0.5  # (D, D) output", "  # (D, D) output"),
+):
+    assert _scaled in UNSCALED_DATA, _scaled
+    UNSCALED_DATA = UNSCALED_DATA.replace(_scaled, _unscaled)
 
 EXPERIMENT = """
 model_MHA_vanilla = MyMHA(D, D, D_qkv, D_qkv, H)
@@ -1487,14 +1493,7 @@ correct(
         'print("relative error:", relative_error)',
     ),
 )
-correct(
-    "p13x_scaled_data",
-    p13_experiment=experiment(
-        data=EXPERIMENT_DATA.replace("torch.randn(r, D)", "torch.randn(r, D) / D**0.5")
-        .replace("torch.randn(D, r)", "torch.randn(D, r) / r**0.5")
-        .replace("torch.randn(D, D)", "torch.randn(D, D) / D**0.5")
-    ),
-)
+correct("p13x_unscaled_randn_data", p13_experiment=experiment(data=UNSCALED_DATA))
 correct(
     "p13x_float64",
     p13_experiment=experiment(
@@ -1548,7 +1547,9 @@ wrong(
 wrong(
     "p13x_smaller_batch",
     EXP,
-    p13_experiment=experiment(data=EXPERIMENT_DATA.replace("B = 32", "B = 2")),
+    p13_experiment=experiment(
+        data=EXPERIMENT_DATA.replace("B, L_1, L_2 = 32, 100, 300", "B, L_1, L_2 = 2, 100, 300")
+    ),
 )
 wrong(
     "p13x_value_up_projection_for_keys",
@@ -1569,6 +1570,12 @@ wrong(
     ),
 )
 
+wrong(
+    "p13x_vanilla_model_renamed",
+    EXP,
+    "the task names model_MHA_vanilla among what the grader reads",
+    p13_experiment=experiment(dedent(EXPERIMENT).replace("model_MHA_vanilla", "model_vanilla")),
+)
 wrong(
     "p13x_outputs_before_loading",
     EXP,

@@ -15,8 +15,8 @@ it reaches and the per-row ratio of the output rows against the float64 MLA
 not an earlier check already failed it.
 
 ``--rounding`` measures the float32 rounding of the logits behind ROUNDING_ETA on
-the instructor's experiment, with the task's randn data and with 1/sqrt(fan_in)
-scaled data.
+the instructor's experiment, with the course's 1/sqrt(fan_in)-scaled data and with the
+original problem's unscaled randn data (three seeds each).
 """
 
 import contextlib
@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import torch  # noqa: E402
-from cases_attention_variants import CASES, EXPERIMENT_DATA  # noqa: E402
+from cases_attention_variants import CASES, EXPERIMENT_DATA, UNSCALED_DATA  # noqa: E402
 from casetable import run_in_process  # noqa: E402
 from cellrun import fresh_namespace, run_cell  # noqa: E402
 
@@ -142,22 +142,17 @@ def rounding(runs=3):
     import nbformat
 
     solution = solution_answers(nbformat.read(source, as_version=4))
-    scalings = {
-        "randn": {},
-        "scaled": {
-            "torch.randn(r, D)": "torch.randn(r, D) / D**0.5",
-            "torch.randn(D, r)": "torch.randn(D, r) / r**0.5",
-            "torch.randn(D, D)": "torch.randn(D, D) / D**0.5",
-        },
-    }
-    assert "W_DKV = torch.randn(r, D)" in EXPERIMENT_DATA
-    for data, replacements in scalings.items():
+    scalings = {"scaled (the course's)": EXPERIMENT_DATA, "randn (the original's)": UNSCALED_DATA}
+    for data, text in scalings.items():
         worst = 0.0
-        for _ in range(runs):
+        for run in range(runs):
             ns = fresh_namespace()
             cell = solution["p13_experiment"]
-            for old, new in replacements.items():
-                cell = cell.replace(old, new)
+            assert EXPERIMENT_DATA in cell
+            # a fresh draw each run: the course's seed, then others
+            cell = cell.replace(
+                EXPERIMENT_DATA, text.replace("manual_seed(2024)", f"manual_seed({2024 + run})")
+            )
             with contextlib.redirect_stdout(io.StringIO()):
                 for gid in ("p5_mha", "p13_reduced_matrices"):
                     run_cell(solution[gid], ns)

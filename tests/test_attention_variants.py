@@ -24,7 +24,8 @@ import time
 import nbformat
 import pytest
 from cases_attention_variants import CASES, Case
-from casetable import run_in_process
+from casetable import DISPLAY_ONLY, run_in_process
+from cellrun import fresh_namespace, run_cell
 
 from attncourse.autograde import autograde_submissions
 from attncourse.course import ROOT, notebook_path
@@ -232,6 +233,79 @@ def test_failure_messages_name_the_mistake():
     for name, words in expected.items():
         messages = hidden_messages(by_name[name])
         assert words in messages, (name, messages)
+
+
+# ------------------------------------------------- the visible checks students run
+
+FIGURES = {gid for gid, _ in CELLS if gid.startswith("fig_")} | DISPLAY_ONLY
+
+
+def visible_failures(answers, tests):
+    """Run the solution with ``answers`` in this process, and the visible checks of ``tests``
+    (the test cells' own source, as the student's kernel runs it): {test: None or the error}."""
+    nb = solution_submission(ROOT, ASSIGNMENT, answers)
+    ns = fresh_namespace()
+    results = {}
+    for cell in nb.cells:
+        gid = grade_id(cell)
+        if cell.cell_type != "code" or gid in FIGURES or gid == "setup_imports":
+            continue
+        if is_test_cell(cell) and gid not in tests:
+            continue
+        if gid == "p13_experiment" and EXPERIMENT_TEST not in tests:
+            continue  # the full-size experiment only where its check is asked for
+        try:
+            run_cell(cell.source, ns)
+        except Exception as error:  # a failing visible check, or an answer that raises
+            if gid in tests:
+                results[gid] = f"{type(error).__name__}: {error}"
+            continue
+        if gid in tests:
+            results[gid] = None
+    return results
+
+
+def test_solution_passes_every_visible_check():
+    assert visible_failures({}, set(TESTS)) == dict.fromkeys(TESTS)
+
+
+VISIBLE_P5, VISIBLE_P7 = "p5_mha_values_test", "p7_gqa_interleaved_heads_test"
+VISIBLE_RIGHT = [c for c in CASES if not c.lose and set(c.cells) & {"p5_mha", "p7_gqa"}]
+
+
+@pytest.mark.parametrize("case", VISIBLE_RIGHT, ids=[c.name for c in VISIBLE_RIGHT])
+def test_visible_by_hand_checks_accept_every_correct_mha_and_gqa(case):
+    assert visible_failures(case.cells, {VISIBLE_P5, VISIBLE_P7}) == dict.fromkeys(
+        {VISIBLE_P5, VISIBLE_P7}
+    )
+
+
+# Mistakes the visible checks must show before submission (issue 12): the grouping, the
+# scale, and the reduced model's missing sqrt(r/d), also in the experiment's relative_error.
+VISIBLE_CATCHES = {
+    "p5_missing_scale": (VISIBLE_P5, "divided by sqrt(D_qk)"),
+    "p5_scale_D_v": (VISIBLE_P5, "divided by sqrt(D_qk)"),
+    "p5_softmax_over_queries": (VISIBLE_P5, "softmax taken over the keys"),
+    "p7_contiguous_repeat_interleave": (VISIBLE_P7, "not head 2 // (H/G) = 1 (contiguous)"),
+    "p7_contiguous_index": (VISIBLE_P7, "not head 2 // (H/G) = 1 (contiguous)"),
+    "p7_missing_scale": (VISIBLE_P7, "divided by sqrt(D_qk)"),
+    "p13_missing_sqrt_r_over_d": ("p13_reduced_matrices_test", "equation (1)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VISIBLE_CATCHES))
+def test_visible_checks_show_grouping_and_scale_mistakes(name):
+    case = next(c for c in CASES if c.name == name)
+    test, words = VISIBLE_CATCHES[name]
+    error = visible_failures(case.cells, {test})[test]
+    assert error is not None and words in error, (name, error)
+
+
+def test_experiment_shows_a_missing_sqrt_r_over_d():
+    """With the course's scaled data the experiment itself discriminates: relative_error ~0.2."""
+    case = next(c for c in CASES if c.name == "p13_missing_sqrt_r_over_d")
+    error = visible_failures(case.cells, {EXPERIMENT_TEST})[EXPERIMENT_TEST]
+    assert error is not None and "is too large" in error, error
 
 
 # ------------------------------------------------------------ slow: real autograding
