@@ -1,4 +1,4 @@
-"""Alternative correct answers and named wrong answers for assignment 2 (attention worksheet).
+"""Alternative correct answers and named wrong answers for assignment 1 (attention worksheet).
 
 Each :class:`Case` replaces answer cells of the instructor's solution and says
 which test cells must then fail (none for a correct alternative); every other
@@ -39,11 +39,11 @@ def slots(**changes):
         "A": "W_k_h",
         "B": "concat",
         "C": "K_h",
-        "D": "W_q_h",
-        "E": "V_h",
+        "D": "W_v_h",
+        "E": "Q_h",
         "F": "W_o",
-        "G": "W_v_h",
-        "H": "Q_h",
+        "G": "W_q_h",
+        "H": "V_h",
         "I": "H_h",
     }
     base.update(changes)
@@ -132,7 +132,7 @@ ROWS = [
     # Q1(d)
     ("q1d", "lists", shapes("output_shapes", "return [B, n, d], [d, d], [B, n, d]"), ()),
     ("q1d", "batched_w_o", shapes("output_shapes", "return (B, n, d), (B, d, d), (B, n, d)"), True),
-    ("q1d", "y_is_weights", shapes("output_shapes", "return (B, n, n), (d, d), (B, n, d)"), True),
+    ("q1d", "h_is_weights", shapes("output_shapes", "return (B, n, n), (d, d), (B, n, d)"), True),
     ("q1d", "no_batch", shapes("output_shapes", "return (n, d), (d, d), (n, d)"), True),
     ("q1d", "w_o_per_token", shapes("output_shapes", "return (B, n, d), (n, d), (B, n, d)"), True),
     # Q2: slot assignment
@@ -140,15 +140,15 @@ ROWS = [
     (
         "q2",
         "dict_call",
-        "SLOTS = dict(A='W_k_h', B='concat', C='K_h', D='W_q_h', E='V_h', F='W_o', G='W_v_h',"
-        " H='Q_h', I='H_h')\n",
+        "SLOTS = dict(A='W_k_h', B='concat', C='K_h', D='W_v_h', E='Q_h', F='W_o', G='W_q_h',"
+        " H='V_h', I='H_h')\n",
         (),
     ),
     (
         "q2",
         "zip",
-        "SLOTS = dict(zip('ABCDEFGHI', ['W_k_h', 'concat', 'K_h', 'W_q_h', 'V_h', 'W_o', 'W_v_h',"
-        " 'Q_h', 'H_h']))\n",
+        "SLOTS = dict(zip('ABCDEFGHI', ['W_k_h', 'concat', 'K_h', 'W_v_h', 'Q_h', 'W_o', 'W_q_h',"
+        " 'V_h', 'H_h']))\n",
         (),
     ),
     ("q2", "insertion_order", slots(I="H_h", A="W_k_h"), ()),
@@ -160,15 +160,21 @@ ROWS = [
         + ")\n",
         (),
     ),
-    ("q2", "q_k_weights_swapped", slots(D="W_k_h", A="W_q_h"), ["q2_projection_slots"]),
-    ("q2", "k_v_weights_swapped", slots(A="W_v_h", G="W_k_h"), ["q2_projection_slots"]),
+    ("q2", "q_k_weights_swapped", slots(G="W_k_h", A="W_q_h"), ["q2_projection_slots"]),
+    ("q2", "k_v_weights_swapped", slots(A="W_v_h", D="W_k_h"), ["q2_projection_slots"]),
     (
         "q2",
         "weight_and_activation_swapped",
-        slots(D="Q_h", H="W_q_h"),
+        slots(G="Q_h", E="W_q_h"),
         ["q2_projection_slots", "q2_activation_slots"],
     ),
-    ("q2", "q_k_activations_swapped", slots(H="K_h", C="Q_h"), ["q2_activation_slots"]),
+    ("q2", "q_k_activations_swapped", slots(E="K_h", C="Q_h"), ["q2_activation_slots"]),
+    (
+        "q2",
+        "paths_read_q_k_v_left_to_right",
+        slots(D="W_q_h", G="W_v_h", H="Q_h", E="V_h"),
+        ["q2_projection_slots", "q2_activation_slots"],
+    ),
     (
         "q2",
         "head_output_in_combine_slot",
@@ -183,8 +189,8 @@ ROWS = [
     (
         "q2",
         "numbered_slots",
-        "SLOTS = dict(enumerate(['W_k_h', 'concat', 'K_h', 'W_q_h', 'V_h', 'W_o', 'W_v_h',"
-        " 'Q_h', 'H_h']))\n",
+        "SLOTS = dict(enumerate(['W_k_h', 'concat', 'K_h', 'W_v_h', 'Q_h', 'W_o', 'W_q_h',"
+        " 'V_h', 'H_h']))\n",
         True,
     ),
     # Q3(a): Q, K, V typed or computed

@@ -1,4 +1,4 @@
-"""Hidden checks of assignment 2, the attention worksheet (shapes, toy forward passes, block matrices).
+"""Hidden checks of assignment 1, the attention worksheet (shapes, toy forward passes, block matrices).
 
 Conventions of this worksheet: row vectors, ``Q = X W`` with ``W`` of shape
 (d_in, d_out), unscaled by nothing but ``1/sqrt(d_k)``.
@@ -55,7 +55,7 @@ Q1_QUANTITIES = {
     "q1a": ("W^(q)", "W^(k)", "W^(v)"),
     "q1b": ("Q", "K", "V"),
     "q1c": ("Q K^T", "Q K^T / sqrt(d)", "Softmax(Q K^T / sqrt(d))"),
-    "q1d": ("Y", "W^(o)", "Y W^(o)"),
+    "q1d": ("H", "W^(o)", "Y = H W^(o)"),
 }
 
 
@@ -129,20 +129,30 @@ def check_q1_shapes(ns, part):
 # ---------------------------------------------------------------- Q2 slots of the figure
 
 VOCABULARY = ("X", "W_q_h", "W_k_h", "W_v_h", "Q_h", "K_h", "V_h", "H_h", "concat", "W_o", "Y")
+# The figure draws the per-head attention out (transpose, MatMul, scale, softmax, MatMul), so the
+# roles of its three paths follow from the computation, not from their order: the middle path is
+# transposed before the first MatMul (keys), the right one enters it as it is (queries), the left
+# one meets the softmax weights in the second MatMul (values). Left to right they read V, K, Q,
+# the order of the multi-head figure of Vaswani et al. (2017).
 SLOT_KEY = {
-    "D": "W_q_h",
+    "D": "W_v_h",
     "A": "W_k_h",
-    "G": "W_v_h",
-    "H": "Q_h",
+    "G": "W_q_h",
+    "H": "V_h",
     "C": "K_h",
-    "E": "V_h",
+    "E": "Q_h",
     "I": "H_h",
     "B": "concat",
     "F": "W_o",
 }
+PATH_ROLE = {
+    "q": "the right path enters the first MatMul as it is: it carries the queries",
+    "k": "the middle path is transposed before the first MatMul: it carries the keys",
+    "v": "the left path meets the softmax weights in the second MatMul: it carries the values",
+}
 SLOT_GROUPS = {
-    "projections": ("D", "A", "G"),
-    "activations": ("H", "C", "E", "I"),
+    "projections": ("G", "A", "D"),
+    "activations": ("E", "C", "H", "I"),
     "combination": ("B", "F"),
 }
 _VOCAB_BY_LOWER = {v.lower(): v for v in VOCABULARY}
@@ -213,8 +223,9 @@ def _slot_cause(slot, got):
     expected = SLOT_KEY[slot]
     if got is None:
         return "this slot was left out of SLOTS"
-    if got.startswith("W_") and expected.startswith("W_"):
-        return "the right kind (a projection weight) but the wrong path: follow the arrow"
+    roles = {"W_q_h": "q", "W_k_h": "k", "W_v_h": "v", "Q_h": "q", "K_h": "k", "V_h": "v"}
+    if got in roles and expected in roles and got.startswith("W_") == expected.startswith("W_"):
+        return f"query, key and value paths mixed up: {PATH_ROLE[roles[expected]]}"
     if got.startswith("W_") != expected.startswith("W_"):
         return "a weight matrix and the activation it produces are swapped"
     return "follow the arrows: what enters and what leaves this slot?"
