@@ -1,4 +1,4 @@
-"""Alternative correct answers and named wrong answers for assignment 3 (attention theory and lab).
+"""Alternative correct answers and named wrong answers for assignment 2 (attention theory and lab).
 
 Same layout as ``cases_attention_worksheet`` (see ``casetable``): each row replaces answer cells of
 the solution and names the test cells that must then fail.
@@ -15,9 +15,9 @@ GROUPS = {
     "f": (("f_answer",), ("f_sample_keys", "f_simulation_statistics")),
     "lab_attention": (("lab_attention_answer",), ("lab_attention",)),
     "lab_distribution": (("lab_distribution_answer",), ("lab_weights_distribution",)),
-    "lab_peak": (("lab_peak_answer",), ("lab_peak_weights",)),
-    "lab_average": (("lab_average_answer",), ("lab_average_queries",)),
-    "lab_recovery": (("lab_recovery_answer",), ("lab_recovery_matrices",)),
+    "lab_sharpen": (("lab_sharpen_answer",), ("lab_sharpen_weights",)),
+    "lab_pair": (("lab_pair_answer",), ("lab_pair_distance",)),
+    "lab_recovery": (("lab_recovery_answer",), ("lab_recovery_errors",)),
     "lab_noise": (("lab_noise_answer",), ("lab_noise_sweep",)),
 }
 
@@ -69,20 +69,20 @@ def distribution(body):
     return fn("is_distribution(A, tol=1e-6)", body)
 
 
-def peak(body):
-    return fn("peak_weights(K, i, betas)", body)
+def sharpen(body):
+    return fn("weights_along(K, u, betas)", body)
 
 
-def average(body):
-    return fn("average_queries(K, I, J, beta)", body)
+def pair(body):
+    return fn("pair_distance(A, I, J)", body)
 
 
 def recovery(body):
-    return fn("recovery_matrices(S)", body)
+    return fn("recovery_errors(C, M, V)", body)
 
 
 def noise(body):
-    return fn("noisy_key_errors(mu, i, j, beta, eps_values, n_samples, generator)", body)
+    return fn("noisy_key_errors(mu, i, j, queries, eps_values, n_samples, generator)", body)
 
 
 NOISE_KEYS = (
@@ -90,6 +90,7 @@ NOISE_KEYS = (
     "z = torch.randn(len(eps_values), n_samples, n, d, generator=generator, dtype=mu.dtype)\n"
 )
 NOISE_TARGET = "t = torch.zeros(n, dtype=mu.dtype)\nt[i] = 0.5\nt[j] = 0.5\n"
+NOISE_WEIGHTS = "alpha = torch.softmax((keys @ queries[:, None, :, None])[..., 0], -1)\n"
 
 ROWS = [
     # (c) query for the average of two values, orthonormal keys
@@ -453,179 +454,283 @@ ROWS = [
         distribution("return bool(((A >= 0) & (A <= 1)).all())"),
         True,
     ),
-    # Lab 3: (b) on data
+    # Lab 3: weights along a direction, for (b)
     (
-        "lab_peak",
+        "lab_sharpen",
         "einsum",
-        peak("S = torch.einsum('b,nd,d->bn', betas, K, K[i])\nreturn S.softmax(-1)[:, i]"),
+        sharpen("S = torch.einsum('b,nd,d->bn', betas, K, u)\nreturn S.softmax(-1)"),
         (),
     ),
     (
-        "lab_peak",
+        "lab_sharpen",
         "own_attention",
-        peak(
-            "Q = betas[:, None] * K[i]\n_, A = attention(Q[None], K[None], K[None])\nreturn A[0, :, i]"
-        ),
+        sharpen("Q = betas[:, None] * u\n_, A = attention(Q[None], K[None], K[None])\nreturn A[0]"),
         (),
     ),
     (
-        "lab_peak",
+        "lab_sharpen",
         "outer_product",
-        peak("S = torch.outer(betas, K @ K[i])\nreturn torch.softmax(S, dim=1)[:, i]"),
+        sharpen("return torch.softmax(torch.outer(betas, K @ u), dim=1)"),
         (),
     ),
     (
-        "lab_peak",
-        "ratio_form",
-        peak("s = K @ K[i]\nreturn 1 / torch.exp(betas[:, None] * (s - s[i])).sum(-1)"),
+        "lab_sharpen",
+        "logsumexp",
+        sharpen(
+            "S = betas[:, None] * (K @ u)\nreturn torch.exp(S - S.logsumexp(-1, keepdim=True))"
+        ),
         (),
     ),
     (
-        "lab_peak",
+        "lab_sharpen",
+        "queries_as_rows",
+        sharpen("Q = betas[:, None] * u[None, :]\nreturn (Q @ K.T).softmax(-1)"),
+        (),
+    ),
+    (
+        "lab_sharpen",
         "scaled",
-        peak("S = torch.outer(betas, K @ K[i]) / K.shape[1] ** 0.5\nreturn S.softmax(-1)[:, i]"),
+        sharpen("return (torch.outer(betas, K @ u) / K.shape[1] ** 0.5).softmax(-1)"),
         True,
     ),
     (
-        "lab_peak",
-        "largest_weight",
-        peak("return torch.outer(betas, K @ K[i]).softmax(-1).max(-1).values"),
-        True,
-    ),
-    (
-        "lab_peak",
+        "lab_sharpen",
         "softmax_over_betas",
-        peak("return torch.outer(betas, K @ K[i]).softmax(0)[:, i]"),
+        sharpen("return torch.outer(betas, K @ u).softmax(0)"),
         True,
     ),
     (
-        "lab_peak",
+        "lab_sharpen",
         "loop_over_betas",
-        peak("return torch.stack([torch.softmax(b * (K @ K[i]), 0)[i] for b in betas])"),
+        sharpen("return torch.stack([torch.softmax(b * (K @ u), 0) for b in betas])"),
         True,
     ),
     (
-        "lab_peak",
-        "columns_as_keys",
-        peak("return torch.outer(betas, K.T @ K[:, i]).softmax(-1)[:, i]"),
+        "lab_sharpen",
+        "unit_direction",
+        sharpen("return torch.outer(betas, K @ (u / u.norm())).softmax(-1)"),
         True,
     ),
     (
-        "lab_peak",
-        "weight_on_first_key",
-        peak("return torch.outer(betas, K @ K[i]).softmax(-1)[:, 0]"),
+        "lab_sharpen",
+        "betas_ignored",
+        sharpen("return (K @ u).softmax(0).expand(len(betas), -1)"),
         True,
     ),
+    ("lab_sharpen", "transposed", sharpen("return torch.outer(K @ u, betas).softmax(0)"), True),
     (
-        "lab_peak",
-        "query_not_scaled",
-        peak("return (K @ K[i]).softmax(0)[i].expand(len(betas))"),
-        True,
-    ),
-    (
-        "lab_peak",
+        "lab_sharpen",
         "scores_not_exponentiated",
-        peak("S = torch.outer(betas, K @ K[i])\nreturn (S / S.sum(-1, keepdim=True))[:, i]"),
+        sharpen("S = torch.outer(betas, K @ u)\nreturn S / S.sum(-1, keepdim=True)"),
         True,
     ),
-    # Lab 4: (c) on data
     (
-        "lab_average",
-        "gather",
-        average(
-            "idx = torch.stack([I, J], 1)[:, :, None].expand(-1, -1, K.shape[2])\nreturn beta * K.gather(1, idx).sum(1)"
-        ),
-        (),
+        "lab_sharpen",
+        "columns_as_keys",
+        sharpen("return torch.outer(betas, K.T @ u).softmax(-1)"),
+        True,
     ),
+    ("lab_sharpen", "sigmoid", sharpen("return torch.sigmoid(torch.outer(betas, K @ u))"), True),
+    # Lab 4: distance from an even split, for (c)
     (
-        "lab_average",
+        "lab_pair",
         "one_hot",
-        average(
-            "pick = torch.nn.functional.one_hot(I, K.shape[1]) + torch.nn.functional.one_hot(J, K.shape[1])\nreturn beta * (pick.to(K.dtype)[:, None] @ K)[:, 0]"
+        pair(
+            "n = A.shape[1]\n"
+            "t = (torch.nn.functional.one_hot(I, n) + torch.nn.functional.one_hot(J, n)) / 2\n"
+            "return (A - t).abs().sum(-1) / 2"
         ),
         (),
     ),
     (
-        "lab_average",
-        "take_along_dim",
-        average(
-            "return beta * (torch.take_along_dim(K, I[:, None, None], 1) + torch.take_along_dim(K, J[:, None, None], 1))[:, 0]"
+        "lab_pair",
+        "by_parts",
+        pair(
+            "b = torch.arange(len(I))\na_i, a_j = A[b, I], A[b, J]\n"
+            "rest = A.sum(-1) - a_i - a_j\n"
+            "return ((a_i - 0.5).abs() + (a_j - 0.5).abs() + rest) / 2"
         ),
         (),
     ),
     (
-        "lab_average",
-        "einsum_rows",
-        average(
-            "b = torch.arange(len(I))\nreturn torch.einsum('bd->bd', beta * (K[b, I] + K[b, J]))"
+        "lab_pair",
+        "scatter",
+        pair(
+            "idx = torch.stack([I, J], 1)\n"
+            "t = torch.zeros_like(A).scatter(1, idx, 0.5)\n"
+            "return 0.5 * torch.linalg.vector_norm(A - t, ord=1, dim=-1)"
         ),
         (),
     ),
-    ("lab_average", "wrong_indexing", average("return beta * (K[:, I] + K[:, J])"), True),
     (
-        "lab_average",
-        "no_scale",
-        average("b = torch.arange(len(I))\nreturn K[b, I] + K[b, J]"),
+        "lab_pair",
+        "where_mask",
+        pair(
+            "cols = torch.arange(A.shape[1])[None, :]\n"
+            "hit = (cols == I[:, None]) | (cols == J[:, None])\n"
+            "t = torch.where(hit, 0.5, 0.0).to(A.dtype)\n"
+            "return (A - t).abs().sum(dim=1) * 0.5"
+        ),
+        (),
+    ),
+    (
+        "lab_pair",
+        "no_half",
+        pair(
+            "b = torch.arange(len(I))\nt = torch.zeros_like(A)\nt[b, I] = 0.5\nt[b, J] = 0.5\n"
+            "return (A - t).abs().sum(-1)"
+        ),
         True,
     ),
     (
-        "lab_average",
+        "lab_pair",
+        "squared",
+        pair(
+            "b = torch.arange(len(I))\nt = torch.zeros_like(A)\nt[b, I] = 0.5\nt[b, J] = 0.5\n"
+            "return ((A - t) ** 2).sum(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_pair",
+        "largest_difference",
+        pair(
+            "b = torch.arange(len(I))\nt = torch.zeros_like(A)\nt[b, I] = 0.5\nt[b, J] = 0.5\n"
+            "return (A - t).abs().amax(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_pair",
+        "all_on_i",
+        pair(
+            "b = torch.arange(len(I))\nt = torch.zeros_like(A)\nt[b, I] = 1.0\n"
+            "return 0.5 * (A - t).abs().sum(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_pair",
+        "columns_for_every_row",
+        pair(
+            "t = torch.zeros_like(A)\nt[:, I] = 0.5\nt[:, J] = 0.5\nreturn 0.5 * (A - t).abs().sum(-1)"
+        ),
+        True,
+    ),
+    (
+        "lab_pair",
         "loop",
-        average("return torch.stack([beta * (K[b, I[b]] + K[b, J[b]]) for b in range(len(I))])"),
-        True,
-    ),
-    ("lab_average", "only_i", average("b = torch.arange(len(I))\nreturn 2 * beta * K[b, I]"), True),
-    ("lab_average", "first_instance_keys", average("return beta * (K[0, I] + K[0, J])"), True),
-    (
-        "lab_average",
-        "difference",
-        average("b = torch.arange(len(I))\nreturn beta * (K[b, I] - K[b, J])"),
-        True,
-    ),
-    ("lab_average", "mean_of_keys", average("return beta * K.mean(1)"), True),
-    (
-        "lab_average",
-        "while_loop",
-        average(
-            "out, b = [], 0\nwhile b < len(I):\n    out.append(beta * (K[b, I[b]] + K[b, J[b]]))\n    b += 1\nreturn torch.stack(out)"
+        pair(
+            "out = []\nfor b in range(len(I)):\n    t = torch.zeros_like(A[b])\n"
+            "    t[I[b]] = t[J[b]] = 0.5\n    out.append(0.5 * (A[b] - t).abs().sum())\n"
+            "return torch.stack(out)"
         ),
         True,
     ),
-    # Lab 5: (d) on data
-    ("lab_recovery", "einsum", recovery("return 2 * torch.einsum('bik,bjk->bij', S, S)"), ()),
-    ("lab_recovery", "bmm", recovery("return torch.bmm(S, S.mT) * 2"), ()),
+    (
+        "lab_pair",
+        "mean_over_rows",
+        pair(
+            "b = torch.arange(len(I))\nt = torch.zeros_like(A)\nt[b, I] = 0.5\nt[b, J] = 0.5\n"
+            "return 0.5 * (A - t).abs().sum(-1).mean()"
+        ),
+        True,
+    ),
+    (
+        "lab_pair",
+        "weights_on_pair_only",
+        pair(
+            "b = torch.arange(len(I))\nreturn 0.5 * ((A[b, I] - 0.5).abs() + (A[b, J] - 0.5).abs())"
+        ),
+        True,
+    ),
+    # Lab 5: recovery errors, for (d)
     (
         "lab_recovery",
-        "permute",
-        recovery("return S @ S.permute(0, 2, 1) + S @ S.permute(0, 2, 1)"),
+        "bmm",
+        recovery(
+            "R = torch.bmm(C.unsqueeze(1), M).squeeze(1)\nreturn (R - V).norm(dim=1) / V.norm(dim=1)"
+        ),
         (),
     ),
-    ("lab_recovery", "transpose_1_2", recovery("return 2 * S @ S.transpose(1, 2)"), ()),
-    ("lab_recovery", "no_factor_two", recovery("return S @ S.transpose(-2, -1)"), True),
-    ("lab_recovery", "gram_matrix", recovery("return 2 * S.transpose(-2, -1) @ S"), True),
-    ("lab_recovery", "all_axes_transposed", recovery("return 2 * S @ S.T"), True),
-    ("lab_recovery", "loop", recovery("return torch.stack([2 * s @ s.T for s in S])"), True),
     (
         "lab_recovery",
-        "identity",
-        recovery("return torch.eye(S.shape[1], dtype=S.dtype).expand(S.shape[0], -1, -1)"),
-        True,
+        "einsum",
+        recovery(
+            "R = torch.einsum('bi,bij->bj', C, M)\n"
+            "return torch.linalg.vector_norm(R - V, dim=-1) / torch.linalg.vector_norm(V, dim=-1)"
+        ),
+        (),
     ),
-    ("lab_recovery", "halved", recovery("return S @ S.mT / 2"), True),
     (
         "lab_recovery",
-        "first_basis_for_all",
-        recovery("return (2 * S[0] @ S[0].T).expand(S.shape[0], -1, -1)"),
+        "broadcast_sum",
+        recovery(
+            "R = (C[:, :, None] * M).sum(1)\nreturn ((R - V) ** 2).sum(-1).sqrt() / (V**2).sum(-1).sqrt()"
+        ),
+        (),
+    ),
+    (
+        "lab_recovery",
+        "transposed_product",
+        recovery("R = (M.mT @ C[..., None])[..., 0]\nreturn (R - V).norm(dim=-1) / V.norm(dim=-1)"),
+        (),
+    ),
+    (
+        "lab_recovery",
+        "column_convention",
+        recovery("R = (M @ C[..., None])[..., 0]\nreturn (R - V).norm(dim=-1) / V.norm(dim=-1)"),
         True,
     ),
-    ("lab_recovery", "elementwise", recovery("return 2 * (S * S).sum(-1).diag_embed()"), True),
-    # Lab 6: (e) on data
+    (
+        "lab_recovery",
+        "absolute_error",
+        recovery("R = (C[:, None] @ M)[:, 0]\nreturn (R - V).norm(dim=-1)"),
+        True,
+    ),
+    (
+        "lab_recovery",
+        "divided_by_recovered",
+        recovery("R = (C[:, None] @ M)[:, 0]\nreturn (R - V).norm(dim=-1) / R.norm(dim=-1)"),
+        True,
+    ),
+    (
+        "lab_recovery",
+        "squared",
+        recovery("R = (C[:, None] @ M)[:, 0]\nreturn ((R - V).norm(dim=-1) / V.norm(dim=-1)) ** 2"),
+        True,
+    ),
+    (
+        "lab_recovery",
+        "unbatched_product",
+        recovery("R = C @ M\nreturn (R - V).norm(dim=-1) / V.norm(dim=-1)"),
+        True,
+    ),
+    (
+        "lab_recovery",
+        "loop",
+        recovery("return torch.stack([(c @ m - v).norm() / v.norm() for c, m, v in zip(C, M, V)])"),
+        True,
+    ),
+    (
+        "lab_recovery",
+        "norm_over_batch",
+        recovery("R = (C[:, None] @ M)[:, 0]\nreturn (R - V).norm(dim=0) / V.norm(dim=0)"),
+        True,
+    ),
+    (
+        "lab_recovery",
+        "one_norm",
+        recovery("R = (C[:, None] @ M)[:, 0]\nreturn (R - V).abs().sum(-1) / V.abs().sum(-1)"),
+        True,
+    ),
+    # Lab 6: noisy keys, for (e)
     (
         "lab_noise",
         "view_and_l1",
         noise(
             NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt().view(-1, 1, 1, 1) * z\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "alpha = torch.einsum('enld,ed->enl', keys, queries).softmax(-1)\n"
             "return torch.linalg.vector_norm(alpha - t, ord=1, dim=-1).mean(-1) / 2"
         ),
         (),
@@ -634,9 +739,10 @@ ROWS = [
         "lab_noise",
         "tv_by_parts",
         noise(
-            NOISE_KEYS + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
-            "rest = alpha.sum(-1) - alpha[..., i] - alpha[..., j]\n"
+            NOISE_KEYS
+            + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            + NOISE_WEIGHTS
+            + "rest = alpha.sum(-1) - alpha[..., i] - alpha[..., j]\n"
             "tv = ((alpha[..., i] - 0.5).abs() + (alpha[..., j] - 0.5).abs() + rest) / 2\n"
             "return tv.mean(dim=1)"
         ),
@@ -648,7 +754,7 @@ ROWS = [
         noise(
             NOISE_KEYS + NOISE_TARGET + "E = len(eps_values)\n"
             "keys = (mu + eps_values.sqrt()[:, None, None, None] * z).reshape(E * n_samples, n, d)\n"
-            "q = (beta * (mu[i] + mu[j])).expand(E * n_samples, 1, d)\n"
+            "q = queries.repeat_interleave(n_samples, dim=0)[:, None, :]\n"
             "_, A = attention(q, keys, keys)\n"
             "return 0.5 * (A[:, 0] - t).abs().sum(-1).reshape(E, n_samples).mean(1)"
         ),
@@ -661,8 +767,8 @@ ROWS = [
             NOISE_KEYS.replace("dtype=mu.dtype", "dtype=torch.float32")
             + NOISE_TARGET
             + "keys = mu + eps_values.sqrt()[:, None, None, None] * z.double()\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
-            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+            + NOISE_WEIGHTS
+            + "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
         ),
         (),
     ),
@@ -670,9 +776,11 @@ ROWS = [
         "lab_noise",
         "eps_as_std",
         noise(
-            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values[:, None, None, None] * z\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
-            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+            NOISE_KEYS
+            + NOISE_TARGET
+            + "keys = mu + eps_values[:, None, None, None] * z\n"
+            + NOISE_WEIGHTS
+            + "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
         ),
         True,
     ),
@@ -680,9 +788,11 @@ ROWS = [
         "lab_noise",
         "no_half",
         noise(
-            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
-            "return (alpha - t).abs().sum(-1).mean(-1)"
+            NOISE_KEYS
+            + NOISE_TARGET
+            + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            + NOISE_WEIGHTS
+            + "return (alpha - t).abs().sum(-1).mean(-1)"
         ),
         True,
     ),
@@ -690,9 +800,10 @@ ROWS = [
         "lab_noise",
         "loop_over_eps",
         noise(
-            NOISE_TARGET.replace("n, ", "mu.shape[0], ") + "out = []\nfor eps in eps_values:\n"
+            NOISE_TARGET.replace("n, ", "mu.shape[0], ") + "out = []\n"
+            "for eps, q in zip(eps_values, queries):\n"
             "    keys = mu + eps.sqrt() * torch.randn(n_samples, *mu.shape, generator=generator, dtype=mu.dtype)\n"
-            "    alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
+            "    alpha = torch.softmax(keys @ q, -1)\n"
             "    out.append(0.5 * (alpha - t).abs().sum(-1).mean())\nreturn torch.stack(out)"
         ),
         True,
@@ -701,18 +812,20 @@ ROWS = [
         "lab_noise",
         "mean_over_eps_axis",
         noise(
-            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
-            "return 0.5 * (alpha - t).abs().sum(-1).mean(0)"
+            NOISE_KEYS
+            + NOISE_TARGET
+            + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            + NOISE_WEIGHTS
+            + "return 0.5 * (alpha - t).abs().sum(-1).mean(0)"
         ),
         True,
     ),
     (
         "lab_noise",
-        "query_on_one_mean",
+        "first_query_for_all",
         noise(
             NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
-            "alpha = torch.softmax(keys @ (beta * mu[i]), -1)\n"
+            "alpha = torch.softmax(keys @ queries[0], -1)\n"
             "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
         ),
         True,
@@ -722,8 +835,8 @@ ROWS = [
         "no_noise",
         noise(
             NOISE_TARGET.replace("n, ", "mu.shape[0], ")
-            + "alpha = torch.softmax(mu @ (beta * (mu[i] + mu[j])), -1)\n"
-            "return (0.5 * (alpha - t).abs().sum()).expand(len(eps_values))"
+            + "alpha = torch.softmax(queries @ mu.T, -1)\n"
+            "return 0.5 * (alpha - t).abs().sum(-1)"
         ),
         True,
     ),
@@ -731,9 +844,11 @@ ROWS = [
         "lab_noise",
         "squared_distance",
         noise(
-            NOISE_KEYS + NOISE_TARGET + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
-            "return ((alpha - t) ** 2).sum(-1).mean(-1)"
+            NOISE_KEYS
+            + NOISE_TARGET
+            + "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
+            + NOISE_WEIGHTS
+            + "return ((alpha - t) ** 2).sum(-1).mean(-1)"
         ),
         True,
     ),
@@ -744,8 +859,8 @@ ROWS = [
             NOISE_TARGET.replace("n, ", "mu.shape[0], ")
             + "z = torch.randn(len(eps_values), n_samples, 1, mu.shape[1], generator=generator, dtype=mu.dtype)\n"
             "keys = mu + eps_values.sqrt()[:, None, None, None] * z\n"
-            "alpha = torch.softmax(keys @ (beta * (mu[i] + mu[j])), -1)\n"
-            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+            + NOISE_WEIGHTS
+            + "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
         ),
         True,
     ),

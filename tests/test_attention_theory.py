@@ -1,4 +1,4 @@
-"""Assignment 3 (attention theory and lab): every correct alternative earns its part, every named mistake loses it.
+"""Assignment 2 (attention theory and lab): every correct alternative earns its part, every named mistake loses it.
 
 The fast tests run each case of ``cases_attention_theory`` in this process: the
 solution's cells with the case's answers run in a dict namespace, and at each test
@@ -29,13 +29,13 @@ from casetable import (
 )
 from cellrun import run_cell
 
+from attncourse.cells import grade_id, is_test_cell, student_sources
 from attncourse.course import ROOT, notebook_path
 from attncourse.grading import attention_theory
 from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
-from attncourse.preprocessors import is_test_cell, student_sources
-from attncourse.submissions import grade_id, solution_submission
+from attncourse.submissions import solution_submission
 
 
 def solution_namespace(answers=None):

@@ -1,4 +1,4 @@
-"""Hidden checks of assignment 3, attention as a soft lookup: constructions (c)-(e), simulation (f), lab.
+"""Hidden checks of assignment 2, attention as a soft lookup: constructions (c)-(e), simulation (f), lab.
 
 The attention of this set has no scaling: ``alpha = softmax(K q)``, ``c = alpha V``
 (keys and values are the rows of K and V). The checks run in the judge, never in
@@ -418,7 +418,7 @@ def check_simulated_outputs(ns):
         value = ref[name]
         fail(
             f"(f): {name} over {F_SAMPLES} simulated outputs "
-            f"(x = i = {i}, j = {j}, n={n}, eps={eps:.3g}, q = {beta:.3g} (mu_i + mu_j))",
+            f"(x = i = {i}, j = {j}, n={n}, eps={eps:.3g}, the grader's query for (e))",
             f"{value:.3f} +- {SIM_TOL} (reference simulation)",
             f"{got[name]:.3f}",
             "c should tip to v_i or v_j about half the time each"
@@ -431,9 +431,11 @@ def check_simulated_outputs(ns):
 
 # Float64: correct answers (einsum, bmm, max-subtracted or logsumexp softmax) agree to
 # <= 2.6e-14, also with scores ~1e3 (the solution over 200 secrets, each alternative over 20);
-# the closest named bug (1/sqrt(d) scaling) is at >= 0.18, a naive exp overflows to NaN. For
-# peak_weights: correct <= 1.3e-15, mistakes >= 0.5 (weight on key 0, 1/sqrt(d)). 1e-9 is far
-# from both.
+# the closest named bug (1/sqrt(d) scaling) is at >= 0.18, a naive exp overflows to NaN. The
+# experiment helpers (the solution over 200 secrets, each case over 20): weights_along correct
+# <= 2.4e-15, mistakes >= 0.12 (u scaled to unit length); pair_distance correct <= 2.7e-16,
+# mistakes >= 7.8e-3 (the largest difference instead of the total variation); recovery_errors
+# correct <= 3.7e-16, mistakes >= 0.059 (relative L1 error). 1e-9 is far from both.
 LAB_TOL = 1e-9
 
 
@@ -586,110 +588,138 @@ def check_lab_is_distribution(ns):
             )
 
 
-PEAK_BETAS = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+SHARPEN_BETAS = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 
 
-def check_lab_peak_weights(ns):
-    """Lab (b): peak_weights(K, i, betas) = weight on key i for q = beta k_i, all betas at once."""
-    fn = answer(ns, "peak_weights", "Lab (b)")
-    rules.assert_no_loops("peak_weights", ns, "Lab (b)")
-    rng = rng_for("lab-peak")
+def check_lab_weights_along(ns):
+    """Lab (b): weights_along(K, u, betas) = softmax(K (beta u)) for every beta at once, no loops."""
+    fn = answer(ns, "weights_along", "Lab (b)")
+    rules.assert_no_loops("weights_along", ns, "Lab (b)")
+    rng = rng_for("lab-sharpen")
     n = rng.randint(6, 10)
     d = n + rng.randint(2, 5)
-    i, longer = rng.sample(range(1, n), 2)  # i != 0: "the weight on key 0" is a named mistake
-    K = torch.randn(n, d, generator=generator("lab-peak"), dtype=F64)
-    K = K / K.norm(dim=-1, keepdim=True)
-    # A longer key near k_i: its score 1.3 + 0.2 k_l.k_i > 1 = k_i.k_i wins for large beta.
-    K[longer] = 1.3 * K[i] + 0.2 * K[longer]
-    betas = torch.tensor(PEAK_BETAS, dtype=F64) * rng.uniform(0.8, 1.25)
-    scores = betas[:, None] * (K @ K[i])[None, :]
-    ref = torch.softmax(scores, -1)[:, i]
-    got = call(fn, (K, i, betas), f"peak_weights(K, {i}, betas)")
+    gen = generator("lab-sharpen")
+    norms = 0.5 + torch.rand(n, 1, generator=gen, dtype=F64)  # keys of unequal norms
+    K = norms * torch.randn(n, d, generator=gen, dtype=F64)
+    u = torch.randn(d, generator=gen, dtype=F64) * rng.uniform(0.5, 2.0)  # not of unit norm
+    betas = torch.tensor(SHARPEN_BETAS, dtype=F64) * rng.uniform(0.1, 0.2)
+    scores = betas[:, None] * (K @ u)[None, :]  # (m, n)
     check_close(
-        f"Lab (b): weight on key i={i} for each beta (n={n}, d={d})",
-        got,
-        ref,
+        f"Lab (b): weights for the queries beta u, {len(betas)} betas (n={n}, d={d})",
+        call(fn, (K, u, betas), "weights_along(K, u, betas)"),
+        torch.softmax(scores, -1),
         LAB_TOL,
         mistakes={
-            "q = beta k_i scaled by 1/sqrt(d)": torch.softmax(scores / math.sqrt(d), -1)[:, i],
-            "the largest weight instead of the weight on key i": torch.softmax(scores, -1)
-            .max(-1)
-            .values,
+            "scores scaled by 1/sqrt(d): this set's attention is unscaled": torch.softmax(
+                scores / math.sqrt(d), -1
+            ),
+            "softmax over the betas (dim 0) instead of over the keys": torch.softmax(scores, 0),
+            "u scaled to unit length: the query is beta u as given": torch.softmax(
+                scores / u.norm(), -1
+            ),
+            "betas ignored: every row uses q = u": torch.softmax(K @ u, -1).expand(len(betas), n),
+            "scores normalised without exp: softmax exponentiates": scores
+            / scores.sum(-1, keepdim=True),
         },
-        shape_cause="one weight per beta: shape (len(betas),)",
+        shape_cause="one row of n weights per beta: (len(betas), n)",
     )
 
 
-# Lab (c) uses AVERAGE_TV: correct answers reach total variation <= 1.8e-5 (beta >= 12, n <= 8;
-# the solution over 200 secrets), the closest mistake (no beta) >= 0.27.
-def check_lab_average_queries(ns):
-    """Lab (c): average_queries(K, I, J, beta) = beta (k_I + k_J) for a batch, no loops."""
-    fn = answer(ns, "average_queries", "Lab (c)")
-    rules.assert_no_loops("average_queries", ns, "Lab (c)")
-    rng = rng_for("lab-average")
-    B, n = rng.randint(4, 8), rng.randint(4, 8)
-    d, beta = n + rng.randint(1, 4), rng.uniform(12.0, 25.0)
-    gen = generator("lab-average")
-    K = torch.stack([orthonormal_rows(n, d, gen) for _ in range(B)])  # (B, n, d)
+def _even_split(B, n, idx_i, idx_j):
+    target = torch.zeros(B, n, dtype=F64)
+    rows = torch.arange(B)
+    target[rows, idx_i] = 0.5
+    target[rows, idx_j] = 0.5
+    return target
+
+
+def check_lab_pair_distance(ns):
+    """Lab (c): pair_distance(A, I, J) = total variation of each row from 1/2 on I_b and J_b."""
+    fn = answer(ns, "pair_distance", "Lab (c)")
+    rules.assert_no_loops("pair_distance", ns, "Lab (c)")
+    rng = rng_for("lab-pair")
+    dims = distinct_dims(rng, ["B", "n"], low=4, high=9)
+    B, n = dims["B"], dims["n"]
     pairs = [rng.sample(range(n), 2) for _ in range(B)]
     idx_i = torch.tensor([p[0] for p in pairs])
     idx_j = torch.tensor([p[1] for p in pairs])
-    q = tensor(
-        call(fn, (K, idx_i, idx_j, beta), f"average_queries(K, I, J, {beta:.3g})"),
-        "Lab (c): queries",
+    gen = generator("lab-pair")
+    target = _even_split(B, n, idx_i, idx_j)
+    share = torch.rand(B, 1, generator=gen, dtype=F64)  # rows from the even split to far from it
+    A = share * target + (1 - share) * torch.softmax(
+        3 * torch.randn(B, n, generator=gen, dtype=F64), -1
     )
-    if tuple(q.shape) != (B, d):
-        fail(
-            "Lab (c): shape of the queries", (B, d), tuple(q.shape), "one query (row) per instance"
-        )
-    alpha = torch.softmax((K @ q[:, :, None])[..., 0], -1)  # (B, n)
-    rows = torch.arange(B)
-    target = torch.zeros(B, n, dtype=F64)
-    target[rows, idx_i] = 0.5
-    target[rows, idx_j] = 0.5
-    tv = 0.5 * (alpha - target).abs().sum(-1)
-    if beyond(float(tv.max()), AVERAGE_TV):
-        b = int(torch.nan_to_num(tv, nan=math.inf).argmax())
-        fail(
-            f"Lab (c): weights of instance {b} (i={int(idx_i[b])}, j={int(idx_j[b])})",
-            "1/2 on keys i and j",
-            [round(float(a), 3) for a in alpha[b]],
-            _describe_weights(alpha[b], int(idx_i[b]), int(idx_j[b])),
-        )
-
-
-# Lab (d) uses RECOVERY_TOL: correct answers are exact (0 over 200 secrets for the solution,
-# 20 each for einsum, bmm, permute, transpose(1, 2)); the closest mistake (2 diag(S S^T)) is at
-# >= 0.41, no factor 2 at 0.5.
-def check_lab_recovery_matrices(ns):
-    """Lab (d): recovery_matrices(S) = 2 S S^T for a batch of orthonormal bases, no loops."""
-    fn = answer(ns, "recovery_matrices", "Lab (d)")
-    rules.assert_no_loops("recovery_matrices", ns, "Lab (d)")
-    dims = distinct_dims(rng_for("lab-recovery"), ["B", "s", "extra"], low=2, high=5)
-    B, s = dims["B"], dims["s"]
-    d = s + dims["extra"]
-    gen = generator("lab-recovery")
-    S = torch.stack([orthonormal_rows(s, d, gen).T for _ in range(B)])  # (B, d, s)
-    ref = 2 * S @ S.transpose(-2, -1)
+    wrong_target = torch.zeros(B, n, dtype=F64)
+    wrong_target[:, idx_i] = 0.5
+    wrong_target[:, idx_j] = 0.5
+    only_i = torch.zeros(B, n, dtype=F64)
+    only_i[torch.arange(B), idx_i] = 1.0
+    ref = 0.5 * (A - target).abs().sum(-1)
     check_close(
-        f"Lab (d): recovery matrices for a batch of bases (B={B}, d={d}, s={s})",
-        call(fn, (S,), "recovery_matrices(S)"),
+        f"Lab (c): distances of {B} rows of {n} weights from the even split",
+        call(fn, (A, idx_i, idx_j), "pair_distance(A, I, J)"),
         ref,
-        RECOVERY_TOL,
-        mistakes={"missing the factor 2": ref / 2},
-        shape_cause="one (d, d) matrix per instance: (B, d, d); transpose the last two axes only",
+        LAB_TOL,
+        mistakes={
+            "no factor 1/2: that is the L1 distance, twice the total variation": 2 * ref,
+            "squared differences instead of absolute ones": ((A - target) ** 2).sum(-1),
+            "the largest difference instead of half their sum": (A - target).abs().amax(-1),
+            "all weight on I_b: the even split puts 1/2 on I_b and 1/2 on J_b": 0.5
+            * (A - only_i).abs().sum(-1),
+            "target[:, I] marks the columns I of every row: index rows and columns together "
+            "(target[rows, I])": 0.5 * (A - wrong_target).abs().sum(-1),
+        },
+        shape_cause="one distance per row: (B,)",
+    )
+
+
+def check_lab_recovery_errors(ns):
+    """Lab (d): recovery_errors(C, M, V) = |c_b M_b - v_b| / |v_b| for a batch, no loops."""
+    fn = answer(ns, "recovery_errors", "Lab (d)")
+    rules.assert_no_loops("recovery_errors", ns, "Lab (d)")
+    dims = distinct_dims(rng_for("lab-recovery"), ["B", "d"], low=3, high=9)
+    B, d = dims["B"], dims["d"]
+    gen = generator("lab-recovery")
+    C = torch.randn(B, d, generator=gen, dtype=F64)
+    M = torch.randn(B, d, d, generator=gen, dtype=F64)  # not symmetric: c M and M c differ
+    rows = (C[:, None, :] @ M)[:, 0]  # (B, d)
+    spread = torch.rand(B, 1, generator=gen, dtype=F64)  # errors from 0 to about 1
+    V = rows + spread * rows.norm(dim=-1, keepdim=True) / math.sqrt(d) * torch.randn(
+        B, d, generator=gen, dtype=F64
+    )
+    columns = (M @ C[:, :, None])[..., 0]  # (B, d): M_b c_b
+    gap = (rows - V).norm(dim=-1)
+    check_close(
+        f"Lab (d): relative errors for a batch (B={B}, d={d})",
+        call(fn, (C, M, V), "recovery_errors(C, M, V)"),
+        gap / V.norm(dim=-1),
+        LAB_TOL,
+        mistakes={
+            "M_b c_b (column vectors): c is a row, the error is of c_b M_b": (columns - V).norm(
+                dim=-1
+            )
+            / V.norm(dim=-1),
+            "absolute error: divide by |v_b|": gap,
+            "divided by |c_b M_b| instead of |v_b|": gap / rows.norm(dim=-1),
+            "squared norms": (gap / V.norm(dim=-1)) ** 2,
+        },
+        shape_cause="one error per instance: (B,)",
     )
 
 
 # Lab (e): the student's mean total variation per eps (N = 4000 draws of their own, from a
 # kernel generator seeded by the secret) against the judge's mean over 10 N independent draws.
+# The judge's queries are beta_e (mu_i + mu_j), one per eps, with the betas 8 .. 15 in a
+# shuffled order, so an answer that uses one query for every eps is off by e^1.75 or more
+# somewhere; the messages never state the queries (they are an answer of (e)).
 # Tolerance per eps: 6 standard errors of the difference of the two means (the standard
 # deviation estimated from the judge's draws; a correct answer fails with probability ~1e-8
 # over the 5 eps) plus 2% of the reference (float32 draws, the estimate of the standard
 # deviation). Measured (the solution over 200 secrets: 0 failures; each alternative over 20):
 # correct answers reach at most 0.47 of the tolerance (|got - ref| / tol); the named mistakes
-# (no 1/2, eps as the std, no noise, one noise for all keys, squared distance, query on one
-# mean) are >= 10.5x the tolerance at their most telling eps.
+# (no 1/2, eps as the std, no noise, one noise for all keys, squared distance) are >= 10.5x the
+# tolerance at their most telling eps, and one query for every eps >= 2.6x (some beta is 3.5 or
+# more away from the first, so the mean distance is >= 30% off where the noise dominates).
 NOISE_DRAWS = 4000
 NOISE_SE = 6.0
 NOISE_REL = 0.02
@@ -703,16 +733,18 @@ def check_lab_noise_sweep(ns):
     n = rng.randint(5, 8)
     d = n + rng.randint(1, 3)
     i, j = rng.sample(range(n), 2)
-    beta = rng.uniform(8.0, 15.0)
     mu = orthonormal_rows(n, d, generator("lab-noise-mu"))
     exponents = torch.linspace(-8, -2, 5, dtype=F64) + rng.uniform(-0.25, 0.25)
     eps_values = 10.0**exponents
+    betas = torch.tensor(rng.sample([8.0, 9.75, 11.5, 13.25, 15.0], 5), dtype=F64)
+    betas = betas + rng.uniform(-0.25, 0.25)
+    queries = betas[:, None] * (mu[i] + mu[j])  # (E, d): query e for eps e
     gen = kernel_generator(ns, "lab-noise-kernel", "Lab (e)")
     got = tensor(
         call(
             fn,
-            (mu, i, j, beta, eps_values, NOISE_DRAWS, gen),
-            f"noisy_key_errors(mu, {i}, {j}, {beta:.3g}, eps_values, {NOISE_DRAWS}, g)",
+            (mu, i, j, queries, eps_values, NOISE_DRAWS, gen),
+            f"noisy_key_errors(mu, {i}, {j}, queries, eps_values, {NOISE_DRAWS}, g)",
         ),
         "Lab (e): errors",
     )
@@ -721,8 +753,8 @@ def check_lab_noise_sweep(ns):
     draws = 10 * NOISE_DRAWS
     noise = torch.randn(len(eps_values), draws, n, d, generator=generator("lab-noise"), dtype=F64)
     keys = mu + eps_values.sqrt()[:, None, None, None] * noise
-    q = beta * (mu[i] + mu[j])
-    tv = _tv_to_average(torch.softmax(keys @ q, -1), i, j)  # (eps, draws)
+    scores = (keys @ queries[:, None, :, None])[..., 0]  # (eps, draws, n)
+    tv = _tv_to_average(torch.softmax(scores, -1), i, j)  # (eps, draws)
     ref, sd = tv.mean(-1), tv.std(-1)
     tol = NOISE_SE * sd * math.sqrt(1 / NOISE_DRAWS + 1 / draws) + NOISE_REL * ref
     k = worst_beyond(
@@ -731,11 +763,11 @@ def check_lab_noise_sweep(ns):
     if k is not None:
         fail(
             f"Lab (e): mean total variation at eps={float(eps_values[k]):.3g} "
-            f"(n={n}, i={i}, j={j}, beta={beta:.3g})",
+            f"(n={n}, i={i}, j={j}, with queries[{k}])",
             f"{float(ref[k]):.3e} +- {float(tol[k]):.1e}",
             f"{float(got[k]):.3e}",
-            "eps is the variance of the key noise (std sqrt(eps)); total variation is half the "
-            "L1 distance to (1/2 on i, 1/2 on j)",
+            "eps is the variance of the key noise (std sqrt(eps)), queries[e] goes with "
+            "eps_values[e]; total variation is half the L1 distance to (1/2 on i, 1/2 on j)",
         )
 
 
@@ -749,8 +781,8 @@ CHECKS = {
     "f_simulation_statistics": check_simulated_outputs,
     "lab_attention": check_lab_attention,
     "lab_weights_distribution": check_lab_is_distribution,
-    "lab_peak_weights": check_lab_peak_weights,
-    "lab_average_queries": check_lab_average_queries,
-    "lab_recovery_matrices": check_lab_recovery_matrices,
+    "lab_sharpen_weights": check_lab_weights_along,
+    "lab_pair_distance": check_lab_pair_distance,
+    "lab_recovery_errors": check_lab_recovery_errors,
     "lab_noise_sweep": check_lab_noise_sweep,
 }
