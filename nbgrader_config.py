@@ -7,10 +7,19 @@ c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "attention"
 c.CourseDirectory.assignment_id = ""
 
+# Budgets of one notebook (attncourse.preprocessors.resilientexecute; defaults: attncourse.constants).
 # Seconds a single cell (or one call of the judge into the kernel) may run before it is interrupted.
 c.Execute.timeout = 120
 # Seconds a whole notebook may run; past it the rest is not run and its tests fail, saying so.
 c.ResilientExecute.notebook_budget = 900
+# Bytes a cell may print before the rest is dropped (a note says so).
+c.ResilientExecute.max_output_bytes = 1_000_000
+# Bytes the kernel may send the judge in answer to one call; a larger answer fails that check.
+c.ResilientExecute.max_reply_bytes = 256 * 2**20
+# Seconds to wait for a cell's last output after its reply (a flood of output).
+c.ResilientExecute.iopub_timeout = 30
+# Kernel deaths or hangs in one notebook after which its remaining cells are not run.
+c.ResilientExecute.max_kernel_restarts = 3
 
 # The kernel loads nothing of the course: hidden tests run in the grader's process (attncourse.judge).
 # It computes as deterministically as PyTorch allows (no TF32, deterministic kernels, a fixed cuBLAS
@@ -30,26 +39,43 @@ c.LockCells.lock_grade_cells = True
 # running one (README, "Grading a large class"), as `make grade SCHEDULER=tcp://HOST:8786` does.
 c.CourseGrading.scheduler = ""
 
-# Each kernel runs sandboxed (attncourse.sandbox): hidden course tree, no network, these limits.
+# Each kernel runs sandboxed (ResilientExecute always starts it with
+# attncourse.sandbox.kernelmanager.SandboxKernelManager): hidden course tree, no network, these
+# limits (0 turns a limit off; defaults: attncourse.constants).
+# Address space of the kernel (MiB); not applied on a GPU grader, where CUDA reserves far more.
 c.SandboxKernelManager.memory_mb = 3072
+# CPU seconds of one kernel.
 c.SandboxKernelManager.cpu_seconds = 900
+# Processes and threads of the kernel's uid (a fork bomb stops here).
+c.SandboxKernelManager.processes = 64
+# Largest file the kernel may write (MiB).
+c.SandboxKernelManager.file_size_mb = 64
 # Each kernel's own memory cgroup (MiB): all its processes and its tmpfs pages; the only memory
 # limit on a GPU grader (no address-space limit under CUDA). Needs root or a delegated cgroup.
 c.SandboxKernelManager.cgroup_memory_mb = 3072
 # One scratch tmpfs per kernel (MiB): /tmp, /var/tmp, /dev/shm and what it writes to its copy.
 c.SandboxKernelManager.tmpfs_mb = 256
+# No network for the kernel (a network namespace); as root, a fresh uid per kernel.
+c.SandboxKernelManager.isolate_network = True
+c.SandboxKernelManager.drop_privileges = True
+# Kernels are forked from a server that imported these once (never the course's grading code).
+c.SandboxKernelManager.fork_server = True
+c.SandboxKernelManager.preload = ["torch", "numpy", "ipykernel.kernelapp"]
 
 # An unreadable notebook (bad JSON) is graded as empty with the reason, not an aborted run.
-c.Autograde.exporter_class = "attncourse.preprocessors.TolerantNotebookExporter"
+c.Autograde.exporter_class = "attncourse.tolerantexporter.TolerantNotebookExporter"
 
 # Before a submission runs: scan it for tampering (imports, rebinding torch/np/builtins, locked-cell edits).
 c.Autograde.sanitize_preprocessors = [
-    "attncourse.plainfiles.RefuseSpecialFiles",  # first: no symlink, FIFO or device reaches a kernel
+    # first: no symlink, FIFO or device reaches a kernel
+    "attncourse.preprocessors.refusespecialfiles.RefuseSpecialFiles",
     "nbgrader.preprocessors.ClearOutput",
-    "attncourse.preprocessors.RepairGradeCells",  # put back deleted/stripped/duplicated grade cells
+    # put back deleted/stripped/duplicated grade cells
+    "attncourse.preprocessors.repairgradecells.RepairGradeCells",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "attncourse.integrity.IntegrityScan",  # before OverwriteCells restores the locked cells
+    # before OverwriteCells restores the locked cells
+    "attncourse.preprocessors.integrityscan.IntegrityScan",
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -58,28 +84,36 @@ c.Autograde.pre_convert_hook = "attncourse.plainfiles.refuse_before_copy"
 # Run: student cells in the sandboxed kernel, each test cell's verdict from the judge (outside it).
 # After it ran: flag parts with integrity findings for review; show graders the mark scheme.
 c.Autograde.autograde_preprocessors = [
-    "attncourse.preprocessors.ResilientExecute",  # sandboxed kernel + judge; a crash costs its cell
+    # sandboxed kernel + judge; a crash costs its cell
+    "attncourse.preprocessors.resilientexecute.ResilientExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "attncourse.inert.InertOutputs",  # student output is shown as text, never run
-    "attncourse.preprocessors.StderrAsDisplay",  # a warning on stderr no longer zeroes a test
-    "attncourse.preprocessors.RecordGradingRun",  # repairs, faults, protections into the notebook
+    # student output is shown as text, never run
+    "attncourse.preprocessors.inertoutputs.InertOutputs",
+    # a warning on stderr no longer zeroes a test
+    "attncourse.preprocessors.stderrasdisplay.StderrAsDisplay",
+    # repairs, faults, protections into the notebook
+    "attncourse.preprocessors.recordgradingrun.RecordGradingRun",
     "nbgrader.preprocessors.SaveAutoGrades",
-    "attncourse.integrity.FlagIntegrity",  # after SaveAutoGrades: flag the part for review, say why
-    "attncourse.markscheme.InsertMarkScheme",  # graders-only cell under each written answer
+    # after SaveAutoGrades: flag the part for review, say why
+    "attncourse.preprocessors.flagintegrity.FlagIntegrity",
+    # graders-only cell under each written answer
+    "attncourse.preprocessors.insertmarkscheme.InsertMarkScheme",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Feedback shows each test's result and message, never hidden-test source, tracebacks or mark schemes.
 c.GenerateFeedback.preprocessors = [
-    "attncourse.inert.InertOutputs",  # student output is shown as text, never run
+    # student output is shown as text, never run
+    "attncourse.preprocessors.inertoutputs.InertOutputs",
     "nbgrader.preprocessors.GetGrades",
-    "attncourse.feedback.HideHiddenTests",
+    # test results and messages, no hidden test, traceback or mark scheme
+    "attncourse.preprocessors.hidehiddentests.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # formgrader's pages (and feedback): student output shown as text, Markdown rendered without script.
-c.HTMLExporter.preprocessors = ["attncourse.inert.InertOutputs"]
+c.HTMLExporter.preprocessors = ["attncourse.preprocessors.inertoutputs.InertOutputs"]
 c.HTMLExporter.filters = {"markdown2html": "attncourse.safemarkdown.SafeMarkdown"}
 c.HTMLExporter.sanitize_html = True
 # nbgrader export writes nbgrader's grades.csv and a Canvas gradebook import file beside it.

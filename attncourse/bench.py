@@ -44,14 +44,22 @@ import time
 from pathlib import Path
 
 from attncourse.autograde import prepare
-from attncourse.course import ROOT, nbgrader, notebook_path, venv_path
+from attncourse.constants import (
+    CELL_TIMEOUT_S,
+    RELEASE,
+    SOURCE,
+    cores,
+    default_workers,
+    threads_per_kernel,
+)
+from attncourse.course import ROOT, course_config, nbgrader, notebook_path, venv_path
 from attncourse.gradebook import total_scores
 from attncourse.pipeline import grade
 from attncourse.submissions import solution_submission, write_submission
 
 STOCK_CONFIG = """c = get_config()  # noqa: F821
-c.CourseDirectory.course_id = "attention"
-c.Execute.timeout = 120
+c.CourseDirectory.course_id = {course_id!r}
+c.Execute.timeout = {timeout!r}
 c.Execute.extra_arguments = {extra!r}
 """
 
@@ -63,7 +71,7 @@ def bench_submissions(assignment, root=ROOT):
     from attncourse.demo import demo_students
 
     students = demo_students(assignment, root) or {"solution": {}, "blank": "release"}
-    release = nbformat.read(notebook_path(root, "release", assignment), as_version=4)
+    release = nbformat.read(notebook_path(root, RELEASE, assignment), as_version=4)
     return {
         s: release if answers == "release" else solution_submission(root, assignment, answers)
         for s, answers in students.items()
@@ -73,11 +81,13 @@ def bench_submissions(assignment, root=ROOT):
 def _course(dest, assignment, submissions, copies, stock=False, root=ROOT):
     course = prepare(dest, [assignment], root)
     if stock:
-        from traitlets.config.loader import PyFileConfigLoader
-
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-        extra = list(config.Execute.extra_arguments)
-        (course / "nbgrader_config.py").write_text(STOCK_CONFIG.format(extra=extra))
+        config = course_config(course)
+        stock_config = STOCK_CONFIG.format(
+            course_id=config.CourseDirectory.course_id,
+            timeout=config.Execute.get("timeout", CELL_TIMEOUT_S),
+            extra=list(config.Execute.extra_arguments),
+        )
+        (course / "nbgrader_config.py").write_text(stock_config)
         nbgrader("generate_assignment", assignment, "--force", cwd=course, quiet=True)
     for k in range(copies):
         for student, nb in submissions.items():
@@ -90,7 +100,7 @@ def _kernel_start(extra, sandboxed, fork_server=False):
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
 
-    from attncourse.sandbox import SandboxKernelManager
+    from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
     root = Path(tempfile.mkdtemp(prefix="attncourse-bench-"))
     os.chmod(root, 0o711)
@@ -139,7 +149,7 @@ class _Clock:
         if self.cpu is not None:
             busy = (
                 f"  (CPU {self.cpu / n:5.2f} s/submission, "
-                f"{self.cpu / self.wall:.2f} of {os.cpu_count()} cores busy)"
+                f"{self.cpu / self.wall:.2f} of {cores()} cores busy)"
             )
         return f"  {label:60s} {self.wall / n:6.2f} s/submission{busy}"
 
@@ -194,10 +204,11 @@ def _median_of(values):
 
 
 def _timed_server():
-    from attncourse.sandbox import SandboxKernelManager, _fork_server
+    from attncourse.sandbox.forkstart import fork_server
+    from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
     started = time.monotonic()
-    _fork_server(SandboxKernelManager().preload)
+    fork_server(SandboxKernelManager().preload)
     return time.monotonic() - started
 
 
@@ -325,28 +336,27 @@ def run_bench(
     configurations take turns, in a rotated order each round, and each ratio compares runs
     of the same round.
     """
-    cores = os.cpu_count() or 1
-    workers = workers or cores
-    threads = max(1, cores // workers)  # what `attncourse grade` gives each kernel
+    workers = workers or default_workers()
+    threads = threads_per_kernel(workers)  # what `attncourse grade` gives each kernel
     base = Path(dest or tempfile.mkdtemp(prefix="attncourse-bench-"))
     submissions = bench_submissions(assignment, course)
     n = len(submissions) * copies
     configs = {
         "stock": ("stock nbgrader autograde", "stock", None),
         "serial": ("nbgrader autograde, the course's config", "serial", None),
-        "1w": (f"attncourse grade (Dask), 1 worker, {cores} threads", 1, cores),
+        "1w": (f"attncourse grade (Dask), 1 worker, {cores()} threads", 1, cores()),
         "1t": (f"attncourse grade (Dask), 1 worker, {threads} threads", 1, threads),
         "nw": (f"attncourse grade (Dask), {workers} workers, {threads} threads", workers, threads),
     }
     print(
         f"bench: {assignment}, {n} submissions ({len(submissions)} demo x {copies}), "
-        f"{os.cpu_count()} cores, {rounds} rounds",
+        f"{cores()} cores, {rounds} rounds",
         flush=True,
     )
     keys = list(configs)
     walls = {k: [] for k in [*keys, "ceiling 1", "ceiling n"]}
     scores, records = {}, []
-    source = notebook_path(course, "source", assignment)
+    source = notebook_path(course, SOURCE, assignment)
     runs = workers * max(1, n // (4 * workers))  # notebooks per ceiling measurement
     for r in range(rounds):
         for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
@@ -363,7 +373,7 @@ def run_bench(
             )
             print(f"  {label:60s} {walls[key][-1] / runs:6.2f} s/notebook", flush=True)
     print("ratios:")
-    for line in ratio_lines(walls, workers, threads, cores, n, runs):
+    for line in ratio_lines(walls, workers, threads, cores(), n, runs):
         print(line)
     pipeline = [k for k in configs if isinstance(configs[k][1], int)]
     same = [*pipeline, "serial"]  # nbgrader's own loop under the course config too
@@ -378,13 +388,7 @@ def run_bench(
         "(stock zeroes cells that warn on stderr and aborts on damaged notebooks)"
     )
 
-    from traitlets.config.loader import PyFileConfigLoader
-
-    extra = list(
-        PyFileConfigLoader("nbgrader_config.py", path=str(course))
-        .load_config()
-        .Execute.extra_arguments
-    )
+    extra = list(course_config(course).Execute.extra_arguments)
     print("where the time of one submission goes (seconds):")
     for what, seconds in where_time_goes(extra, records).items():
         print(f"  {seconds:6.2f}  {what}")

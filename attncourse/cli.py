@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from attncourse.constants import DEMO
 from attncourse.course import assignments, nbgrader
 
 
@@ -25,7 +26,7 @@ def cmd_demo(args):
     """Release, autograde the bundled demo submissions, feedback, export; print where results are."""
     from attncourse.demo import run_demo
 
-    return run_demo(args.dir or args.course / ".demo", args.course)
+    return run_demo(args.dir or args.course / DEMO, args.course)
 
 
 def cmd_grade(args):
@@ -81,7 +82,7 @@ def cmd_report(args):
 
 def cmd_scan(args):
     """Scan the submitted notebooks of one assignment for tampering, without running them."""
-    from attncourse.integrity import print_findings, scan_submissions
+    from attncourse.integrity.command import print_findings, scan_submissions
 
     print_findings(scan_submissions(args.course, args.assignment))
     return 0
@@ -131,7 +132,7 @@ def cmd_formgrader(args):
 
 def cmd_workload(args):
     """Print how long grading the written answers by hand takes per student."""
-    from attncourse.formgrader import workload_table
+    from attncourse.workload import workload_table
 
     print(workload_table(args.course))
     return 0

@@ -20,6 +20,8 @@ import subprocess
 from traitlets import Float, Integer, List, Unicode
 from traitlets.config import Configurable
 
+from attncourse.constants import default_workers
+
 
 class CourseGrading(Configurable):
     """How ``attncourse grade`` runs (``c.CourseGrading.*`` in ``nbgrader_config.py``)."""
@@ -105,7 +107,7 @@ def grading_client(scheduler=None, workers=None, kernels_per_gpu=1, worker_wait=
         cluster = SpecCluster(workers=specs, scheduler=scheduler_spec, silence_logs=quiet)
     else:
         cluster = LocalCluster(
-            n_workers=workers or os.cpu_count() or 1,
+            n_workers=workers or default_workers(),
             threads_per_worker=1,
             processes=True,
             memory_limit=0,  # the sandbox limits each kernel; the workers themselves are small

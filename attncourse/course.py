@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
+
+from attncourse.constants import SOURCE
+
 ROOT = Path(__file__).resolve().parent.parent
 # Course order, gentlest first: the worksheet, the theory, the 14-part variants study, MLA inference.
 ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")
@@ -13,7 +17,7 @@ ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", 
 
 def assignments(root=ROOT):
     """Assignment ids present under ``root/source``, in course order."""
-    present = {p.name for p in (Path(root) / "source").iterdir() if p.is_dir()}
+    present = {p.name for p in (Path(root) / SOURCE).iterdir() if p.is_dir()}
     return [a for a in ASSIGNMENTS if a in present] + sorted(present - set(ASSIGNMENTS))
 
 
@@ -23,6 +27,38 @@ def notebook_path(root, folder, assignment, student=None):
     if student is not None:
         base = base / student
     return base / assignment / f"{assignment}.ipynb"
+
+
+def source_notebook(coursedir, assignment_id, notebook_id):
+    """The instructor's notebook in the ``source/`` folder of nbgrader's ``coursedir`` (a
+    ``CourseDirectory``), or None."""
+    path = Path(coursedir.format_path(coursedir.source_directory, ".", assignment_id))
+    path = path / f"{notebook_id}.ipynb"
+    return nbformat.read(path, as_version=4) if path.exists() else None
+
+
+def course_config(course=ROOT):
+    """The course's ``nbgrader_config.py``, loaded."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
+def _course_directory(course, config):
+    from nbgrader.coursedir import CourseDirectory
+
+    config = course_config(course) if config is None else config
+    return CourseDirectory(config=config, root=str(course))
+
+
+def configured_db_url(course=ROOT, config=None):
+    """The gradebook URL the course's nbgrader_config.py gives (nbgrader's default otherwise)."""
+    return _course_directory(course, config).db_url
+
+
+def configured_course_id(course=ROOT, config=None):
+    """The course id the course's nbgrader_config.py gives: its one home."""
+    return _course_directory(course, config).course_id
 
 
 def nbgrader(*args, cwd=ROOT, check=True, quiet=False):
@@ -48,6 +84,6 @@ def scratch_course(dest, root=ROOT):
     dest.mkdir(parents=True)
     shutil.copy2(Path(root) / "nbgrader_config.py", dest / "nbgrader_config.py")
     shutil.copytree(
-        Path(root) / "source", dest / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+        Path(root) / SOURCE, dest / SOURCE, ignore=shutil.ignore_patterns(".ipynb_checkpoints")
     )
     return dest

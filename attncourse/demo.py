@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 
 from attncourse.autograde import prepare
+from attncourse.constants import RELEASE
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.submissions import solution_submission, write_submission
@@ -38,7 +39,7 @@ def write_demo_submissions(course, assignment, root=ROOT):
     students = demo_students(assignment, root)
     for student, answers in students.items():
         if answers == "release":
-            nb = nbformat.read(notebook_path(course, "release", assignment), as_version=4)
+            nb = nbformat.read(notebook_path(course, RELEASE, assignment), as_version=4)
         else:
             nb = solution_submission(root, assignment, answers)
         write_submission(course, student, assignment, nb)

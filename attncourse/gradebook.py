@@ -9,18 +9,23 @@ from nbgrader.api import Base, Gradebook, MissingEntry
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.exc import SAWarning
 
+from attncourse.constants import GRADEBOOK
+from attncourse.course import configured_course_id
+
 
 def db_url(course):
     """The default SQLite gradebook URL of a course directory."""
-    return f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
+    return f"sqlite:///{Path(course).resolve() / GRADEBOOK}"
 
 
-def cell_scores(course, assignment, url=None, course_id="attention"):
+def cell_scores(course, assignment, url=None, course_id=None):
     """student -> grade_id -> (score, max_score, needs_manual_grade) for one assignment.
 
-    ``score`` is the manual score when one was given, else the automatic one.
+    ``score`` is the manual score when one was given, else the automatic one. ``course_id``:
+    by default the one the course's ``nbgrader_config.py`` gives.
     """
     out = {}
+    course_id = course_id or configured_course_id(course)
     with closing(Gradebook(url or db_url(course), course_id)) as gb:
         for student in gb.students:
             try:
@@ -35,7 +40,7 @@ def cell_scores(course, assignment, url=None, course_id="attention"):
     return out
 
 
-def total_scores(course, assignment, url=None, course_id="attention"):
+def total_scores(course, assignment, url=None, course_id=None):
     """student -> (score, max_score) for one assignment."""
     out = {}
     for student, grades in cell_scores(course, assignment, url, course_id).items():

@@ -38,6 +38,7 @@ from nbgrader.plugins import FileNameCollectorPlugin
 from nbgrader.utils import find_all_files, find_all_notebooks
 from traitlets import Unicode
 
+from attncourse.constants import DIST, RELEASE
 from attncourse.course import ROOT, nbgrader
 from attncourse.plainfiles import WHY, describe, kind_of
 
@@ -336,7 +337,7 @@ def collect_lms(zip_path, assignment, course=ROOT, roster=None, roster_columns=N
         args.append(f"--LmsCollector.roster_lms_column={roster_columns[0]}")
         args.append(f"--LmsCollector.roster_student_column={roster_columns[1]}")
     nbgrader(*args, cwd=course)
-    notebooks = {p.stem for p in (course / "release" / assignment).glob("*.ipynb")}
+    notebooks = {p.stem for p in (course / RELEASE / assignment).glob("*.ipynb")}
     table = load_roster(roster, *(roster_columns or ())) if roster else None
     entries = plan(course / "downloaded" / assignment / "extracted", notebooks, table)
     for path, reason in refused:
@@ -379,10 +380,10 @@ def release_zip(assignment, course=ROOT, dest=None):
     the same bytes.
     """
     course = Path(course)
-    src = course / "release" / assignment
+    src = course / RELEASE / assignment
     if not src.is_dir():
         raise FileNotFoundError(f"{src} does not exist: run `make release` first")
-    dest = Path(dest or course / "dist")
+    dest = Path(dest or course / DIST)
     dest.mkdir(parents=True, exist_ok=True)
     out = dest / f"{assignment}.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:

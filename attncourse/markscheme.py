@@ -3,23 +3,22 @@
 A manually graded answer cell of a source notebook holds the model answer and
 its "**Mark scheme**" inside its ``### BEGIN SOLUTION`` region; nbgrader
 replaces that region in the release, so graders would otherwise have to open
-``source/`` beside formgrader. :class:`InsertMarkScheme` (autograde stage)
+``source/`` beside formgrader.
+:class:`~attncourse.preprocessors.insertmarkscheme.InsertMarkScheme` (autograde stage)
 puts a read-only markdown cell "Mark scheme (graders only)" with that region
 right after each such answer in the autograded notebook, which is what
 formgrader displays. The feedback never contains it (see
-``attncourse.feedback``): the model answers stay with the instructors, so the
+``attncourse.preprocessors.hidehiddentests``): the model answers stay with the instructors, so the
 assignment can be reused next term.
 """
 
 from nbformat.v4 import new_markdown_cell
-from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import NbGraderPreprocessor
 
-from attncourse.integrity import source_notebook
-from attncourse.submissions import grade_id
+from attncourse.cells import grade_id
+from attncourse.constants import METADATA_KEY
 
-METADATA_KEY = "attncourse"
 TITLE = "Mark scheme (graders only)"
+MARK_SCHEME = "**Mark scheme**"  # where a model answer's mark scheme starts, in its cell
 
 
 def solution_region(source, begin="BEGIN SOLUTION", end="END SOLUTION"):
@@ -81,16 +80,3 @@ def with_mark_schemes(cells, schemes):
         if is_manually_graded_answer(cell) and gid in schemes:
             out.append(mark_scheme_cell(gid, *schemes[gid]))
     return out
-
-
-class InsertMarkScheme(NbGraderPreprocessor):
-    """Autograde stage: insert the source notebook's mark scheme under each written answer."""
-
-    def preprocess(self, nb, resources):
-        info = resources["nbgrader"]
-        source = source_notebook(CourseDirectory(parent=self), info["assignment"], info["notebook"])
-        if source is None:
-            self.log.warning("No source notebook for %s: no mark schemes shown", info["notebook"])
-            return nb, resources
-        nb.cells = with_mark_schemes(nb.cells, mark_schemes(source))
-        return nb, resources

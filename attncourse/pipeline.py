@@ -25,7 +25,6 @@ as far as they can be).
 """
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -42,7 +41,13 @@ from attncourse.cluster import (
     slots_by_host,
     task_resources,
 )
-from attncourse.course import notebook_path
+from attncourse.constants import AUTOGRADED, RUN_RECORDS, SUBMITTED, default_workers
+from attncourse.course import (
+    configured_course_id,
+    configured_db_url,
+    course_config,
+    notebook_path,
+)
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
 from attncourse.plainfiles import WHY, refuse_submission
 from attncourse.worker import grade_on_worker, read_tree, stop_grading, write_tree
@@ -52,25 +57,10 @@ IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones c
 
 def students_of(course, assignment):
     """Students with a submission folder for ``assignment`` (submitted/<student>/<assignment>)."""
-    submitted = Path(course) / "submitted"
+    submitted = Path(course) / SUBMITTED
     if not submitted.is_dir():
         return []
     return sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
-
-
-def course_config(course):
-    """The course's ``nbgrader_config.py``, loaded."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-
-
-def configured_db_url(course, config=None):
-    """The gradebook URL the course's nbgrader_config.py gives (nbgrader's default otherwise)."""
-    from nbgrader.coursedir import CourseDirectory
-
-    config = course_config(course) if config is None else config
-    return CourseDirectory(config=config, root=str(course)).db_url
 
 
 def course_bundle(course, assignment, db_url, config, run):
@@ -177,7 +167,6 @@ def grade(
     grading slots, so parallel kernels do not oversubscribe it).
     """
     from nbgrader.api import Gradebook, MissingEntry
-    from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import AssignLatePenalties
 
     course = Path(course).resolve()
@@ -185,17 +174,17 @@ def grade(
     settings = CourseGrading(config=config)
     scheduler = scheduler or settings.scheduler or None
     db_url = db_url or configured_db_url(course, config)
-    course_id = CourseDirectory(config=config, root=str(course)).course_id
+    course_id = configured_course_id(course, config)
     students = list(students) if students is not None else students_of(course, assignment)
     if not students:
         print(f"no submissions: nothing in {course}/submitted/*/{assignment}/", file=out)
         return 0, {}
-    run_dir = course / "autograded" / ".attncourse" / assignment
+    run_dir = course / AUTOGRADED / RUN_RECORDS / assignment
     run_dir.mkdir(parents=True, exist_ok=True)
     results = {}
     todo, size, refused = [], {}, {}
     for student in students:
-        nb = notebook_path(course, "submitted", assignment, student)
+        nb = notebook_path(course, SUBMITTED, assignment, student)
         refused[student] = refuse_submission(nb.parent)  # links removed, never followed
         if nb.is_file():
             todo.append(student)
@@ -222,7 +211,7 @@ def grade(
             return 1, {}
         late_penalty = AssignLatePenalties(config=config)
         late_penalty.init_plugin()
-        local_workers = min(workers or os.cpu_count() or 1, len(todo))
+        local_workers = min(workers or default_workers(), len(todo))
         with (
             grading_client(
                 scheduler, local_workers, settings.kernels_per_gpu, settings.worker_wait
@@ -315,7 +304,7 @@ def _graded(client, bundle, todo, jobs):
         window = IN_FLIGHT_PER_SLOT * max(1, client.scheduler_info(n_workers=1)["total_threads"])
         while pending and len(futures) < window:
             student = pending.pop(0)
-            folder = notebook_path(jobs["course"], "submitted", assignment, student).parent
+            folder = notebook_path(jobs["course"], SUBMITTED, assignment, student).parent
             job = {
                 "assignment": assignment,
                 "student": student,
@@ -355,7 +344,7 @@ def _save(course, assignment, run_dir, gb, late_penalty, result):
     started = time.monotonic()
     student = result["student"]
     (run_dir / f"{student}.log").write_text(result.pop("log", ""))
-    folder = notebook_path(course, "autograded", assignment, student).parent
+    folder = notebook_path(course, AUTOGRADED, assignment, student).parent
     files = result.pop("files", None)
     if files:
         write_tree(folder, files)

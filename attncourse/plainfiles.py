@@ -16,25 +16,17 @@ it. Here only regular files and folders pass:
   why; ``attncourse grade`` calls it before grading, and nbgrader calls it as
   :func:`refuse_before_copy`, the pre-convert hook, before autograde copies the
   folder. A symlinked notebook is thereby missing, never read;
-- :class:`RefuseSpecialFiles`, the first sanitize preprocessor, checks the folder
-  once more (it is all that runs when the hook is not configured: it then also
-  deletes what nbgrader's copy made of a link in ``autograded/``, before any
-  kernel sees it) and records every refusal in the notebook's metadata under
-  ``attncourse.refused_files``, as ``"<relative path>: <what it is>"``.
+- :class:`~attncourse.preprocessors.refusespecialfiles.RefuseSpecialFiles`, the first
+  sanitize preprocessor, checks the folder once more and records every refusal in the
+  notebook's metadata.
 """
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
-from nbconvert.exporters.exporter import ResourcesDict
-from nbformat.notebooknode import NotebookNode
-from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets.log import get_logger
 
-RECORD = "attncourse"
 WHY = "a submission may hold only regular files and folders"
 KINDS = {
     stat.S_IFLNK: "symlink",
@@ -102,6 +94,11 @@ def remember(folder, refused: list[str]) -> None:
     _refused[_key(folder)] = list(refused)
 
 
+def refused_before(folder) -> list[str]:
+    """What was refused of ``folder`` in this process before autograde read its notebook."""
+    return list(_refused.get(_key(folder), []))
+
+
 def refuse_submission(folder) -> list[str]:
     """Remove every symlink and special file of the submission ``folder``, never following one.
 
@@ -143,51 +140,6 @@ def refuse_before_copy(assignment=None, student=None, notebooks=(), **_) -> None
     gone = [nb for nb in notebooks if not Path(nb).is_file()]
     for nb in gone:
         notebooks.remove(nb)
-
-
-class RefuseSpecialFiles(NbGraderPreprocessor):
-    """Sanitize stage, first: no link or special file of the student's folder reaches a kernel,
-    and the notebook records what was refused."""
-
-    def preprocess(
-        self, nb: NotebookNode, resources: ResourcesDict
-    ) -> tuple[NotebookNode, ResourcesDict]:
-        folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
-        if not folder:
-            return nb, resources
-        refused = list(_refused.get(_key(folder), []))  # logged where they were refused
-        late = [rel for rel, _, _ in special_entries(folder)]
-        if late:  # still there when nbgrader copied the folder: undo what its copy made of them
-            self._remove_copies(late, resources["nbgrader"])
-            now = refuse_submission(folder)
-            for entry in now:
-                self.log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
-            refused += now
-        if refused:
-            record = nb.metadata.setdefault(RECORD, {})
-            known = record.setdefault("refused_files", [])
-            known.extend(e for e in refused if e not in known)
-        return nb, resources
-
-    def _remove_copies(self, rels, info):
-        """Delete what nbgrader's copy made of ``rels`` in ``autograded/``, unless the instructor's
-        ``source/`` provides that file (nbgrader copied the instructor's over it then)."""
-        coursedir = CourseDirectory(config=self.config)
-        dest = Path(
-            coursedir.format_path(
-                coursedir.autograded_directory, info["student"], info["assignment"]
-            )
-        )
-        source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
-        for rel in rels:
-            copy = dest / rel
-            if os.path.lexists(source / rel) or not os.path.lexists(copy):
-                continue
-            if os.path.isdir(copy) and not os.path.islink(copy):
-                shutil.rmtree(copy)
-            else:
-                os.unlink(copy)
-            self.log.warning("Deleted %s: autograde had copied the target of a refused link", copy)
 
 
 def copy_plain_tree(src, dest, ignore=None) -> list[str]:

@@ -7,7 +7,7 @@ matplotlib figures embedded as PNG and tables beside them:
 - per test, the share of submissions that failed it, and the mistakes the
   class made most — the "likely cause" lines of the tests' failure messages
   (``attncourse.checks.fail``), else the first line of the message;
-- the integrity findings (``attncourse.integrity``) per student;
+- the integrity findings (:mod:`attncourse.integrity`) per student;
 - the grading time per student: from the summary ``attncourse grade`` writes
   (``autograded/.attncourse/<assignment>/summary.json``, whose ``students``
   rows have ``student``, ``seconds`` and ``status``) when there is one, else
@@ -36,8 +36,9 @@ from matplotlib.ticker import MaxNLocator
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 
-from attncourse.feedback import is_test_cell
-from attncourse.integrity import findings_of
+from attncourse.cells import is_test_cell
+from attncourse.constants import METADATA_KEY, REPORTS, RUN_RECORDS
+from attncourse.integrity.findings import findings_of
 
 RUN_SUMMARY = "summary.json"  # in autograded/.attncourse/<assignment>/, by attncourse.pipeline
 
@@ -69,7 +70,7 @@ def failure_message(output):
 
 def notebook_seconds(nb):
     """Seconds the notebook took to execute, from the grading record or nbclient's cell timing."""
-    timing = nb.metadata.get("attncourse", {}).get("timing", {})
+    timing = nb.metadata.get(METADATA_KEY, {}).get("timing", {})
     if "execute_s" in timing:
         return float(timing["execute_s"])
     stamps = []
@@ -82,7 +83,7 @@ def notebook_seconds(nb):
 
 
 def run_summary_path(autograded, assignment):
-    return Path(autograded) / ".attncourse" / assignment / RUN_SUMMARY
+    return Path(autograded) / RUN_RECORDS / assignment / RUN_SUMMARY
 
 
 def read_run_summary(autograded, assignment):
@@ -323,7 +324,7 @@ def render(reports, title="Attention course: grading report"):
 
 def build_report(course_dir, out=None):
     """Write the report of ``course_dir`` to ``out`` (default ``reports/index.html``); return it."""
-    out = Path(out) if out else Path(course_dir) / "reports" / "index.html"
+    out = Path(out) if out else Path(course_dir) / REPORTS / "index.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(collect(course_dir)), encoding="utf-8")
     return out

@@ -11,19 +11,11 @@ from pathlib import Path
 
 import nbformat
 
+from attncourse.cells import grade_id, is_answer
+from attncourse.constants import RELEASE, SOURCE, SUBMITTED
 from attncourse.course import notebook_path
 
 _MARKERS = re.compile(r"^\s*(###|#)?\s*(BEGIN|END) SOLUTION\s*$")
-
-
-def grade_id(cell):
-    """nbgrader's grade_id of a cell, or None for a plain cell."""
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
-def is_answer(cell):
-    """True for the cells a student writes in (nbgrader solution cells)."""
-    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
 
 
 def strip_markers(text):
@@ -50,8 +42,8 @@ def fill(release_nb, answers):
 
 def solution_submission(root, assignment, overrides=None):
     """The release filled with the instructor's answers, then with ``overrides`` on top."""
-    source = nbformat.read(notebook_path(root, "source", assignment), as_version=4)
-    release = nbformat.read(notebook_path(root, "release", assignment), as_version=4)
+    source = nbformat.read(notebook_path(root, SOURCE, assignment), as_version=4)
+    release = nbformat.read(notebook_path(root, RELEASE, assignment), as_version=4)
     answers = solution_answers(source)
     answers.update(overrides or {})
     return fill(release, answers)
@@ -59,7 +51,7 @@ def solution_submission(root, assignment, overrides=None):
 
 def write_submission(course, student, assignment, nb, timestamp="2026-11-20 12:00:00 UTC"):
     """Write ``nb`` as ``student``'s submission of ``assignment`` in course directory ``course``."""
-    path = notebook_path(course, "submitted", assignment, student)
+    path = notebook_path(course, SUBMITTED, assignment, student)
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(nb, (str, bytes)):
         Path(path).write_text(nb if isinstance(nb, str) else nb.decode())

@@ -31,9 +31,15 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path, PurePosixPath
 
+from attncourse.constants import (
+    AUTOGRADED,
+    GRADEBOOK,
+    METADATA_KEY,
+    SUBMITTED,
+    threads_per_kernel,
+)
 from attncourse.course import notebook_path, venv_path
 
-RECORD = "attncourse"
 IDLE_S = 600  # a grading process no run has used for this long exits
 LOG_BYTES = 1_000_000  # the end of a student's log that travels back to the client
 
@@ -92,7 +98,7 @@ def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=(
     _graded += 1
     started = time.monotonic()
     result = {"student": student, "error": None}
-    folder = notebook_path(course, "submitted", assignment, student).parent
+    folder = notebook_path(course, SUBMITTED, assignment, student).parent
     remember(folder, refused)
     log = Path(log_dir) / f"{student}.log"
     with _output_to(log):
@@ -105,7 +111,7 @@ def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=(
         except BaseException as e:  # noqa: BLE001 - reported per student; the class goes on
             result["error"] = f"{type(e).__name__}: {e}".strip() + f" (see {student}.log)"
     result["seconds"] = round(time.monotonic() - started, 2)
-    result["record"] = _read_record(notebook_path(course, "autograded", assignment, student))
+    result["record"] = _read_record(notebook_path(course, AUTOGRADED, assignment, student))
     return result
 
 
@@ -131,7 +137,7 @@ def _output_to(path):
 
 def _read_record(path):
     try:
-        return json.loads(Path(path).read_text()).get("metadata", {}).get(RECORD, {})
+        return json.loads(Path(path).read_text()).get("metadata", {}).get(METADATA_KEY, {})
     except (OSError, ValueError):
         return {}
 
@@ -210,14 +216,14 @@ class GradingProcess:
     def grade(self, job):
         """Autograde ``job``'s student in the scratch course; return the result dict."""
         student, assignment = job["student"], job["assignment"]
-        for folder in ("submitted", "autograded", "logs"):
+        for folder in (SUBMITTED, AUTOGRADED, "logs"):
             shutil.rmtree(self.course / folder, ignore_errors=True)
-        write_tree(self.course / "submitted" / student / assignment, job["files"])
+        write_tree(self.course / SUBMITTED / student / assignment, job["files"])
         (self.course / "logs").mkdir()
-        (self.course / "gradebook.db").write_bytes(self.gradebook)  # nothing of the last one
+        (self.course / GRADEBOOK).write_bytes(self.gradebook)  # nothing of the last one
         args = [
             f"--CourseDirectory.root={self.course}",
-            f"--CourseDirectory.db_url=sqlite:///{self.course / 'gradebook.db'}",
+            f"--CourseDirectory.db_url=sqlite:///{self.course / GRADEBOOK}",
             *job["args"],
         ]
         request = (str(self.course), assignment, student, args, str(self.course / "logs"))
@@ -227,7 +233,7 @@ class GradingProcess:
         except (EOFError, OSError) as e:
             code = self.process.wait()
             raise RuntimeError(f"the grading process exited ({code}) grading {student}") from e
-        result["files"] = read_tree(self.course / "autograded" / student / assignment)
+        result["files"] = read_tree(self.course / AUTOGRADED / student / assignment)
         log = self.course / "logs" / f"{student}.log"
         result["log"] = (
             log.read_bytes()[-LOG_BYTES:].decode(errors="replace") if log.exists() else ""
@@ -267,8 +273,7 @@ def grade_on_worker(bundle, job):
     started = time.monotonic()
     worker = get_worker()
     host = get_address_host(worker.address)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = job["threads"] or max(1, (cores or 1) // job["slots"].get(host, 1))
+    threads = job["threads"] or threads_per_kernel(job["slots"].get(host, 1))
     run = bundle["run"]
     with _idle_lock:
         waiting = _idle.setdefault(run, [])

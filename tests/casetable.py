@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from cellrun import run_cell
 
 from attncourse.autograde import autograde_submissions
+from attncourse.cells import grade_id, is_test_cell, student_sources
 from attncourse.course import ROOT
 from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
-from attncourse.preprocessors import is_test_cell, student_sources
-from attncourse.submissions import grade_id, solution_submission
+from attncourse.submissions import solution_submission
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from casetable import DISPLAY_ONLY, run_in_process
 from cellrun import fresh_namespace, run_cell
 
 from attncourse.autograde import autograde_submissions
+from attncourse.cells import grade_id, is_answer, is_test_cell
 from attncourse.course import ROOT, notebook_path
 from attncourse.grading import attention_variants as av
-from attncourse.preprocessors import is_test_cell
-from attncourse.submissions import grade_id, is_answer, solution_submission
+from attncourse.submissions import solution_submission
 
 ASSIGNMENT = "attention_variants"
 SOURCE = nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4)

@@ -22,8 +22,9 @@ import torch
 from jupyter_core.utils import run_sync
 from test_sandbox import kernel_output, needs, sandboxed_kernel
 
-from attncourse import sandbox
-from attncourse.sandbox import cgroup_prefix, memory_cgroup_parent, remove_cgroups
+from attncourse.sandbox import cgroups
+from attncourse.sandbox.cgroups import cgroup_prefix, memory_cgroup_parent, remove_cgroups
+from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
 MiB = 2**20
 # Memory tests: a small cgroup, and no address-space limit, so that the cgroup is what stops
@@ -178,7 +179,7 @@ def test_cgroups_left_by_dead_launchers_are_removed_at_the_next_start():
     live = Path(parent, f"{cgroup_prefix('/nowhere')}{os.getpid()}")
     live.mkdir()
     try:
-        km = sandbox.SandboxKernelManager(fork_server=False)
+        km = SandboxKernelManager(fork_server=False)
         km.use_run_dir("/nowhere-else")
         km.spec("/nowhere-else/work")
         assert not stale.exists()
@@ -207,7 +208,7 @@ def _refuse_writes(monkeypatch):
     def busy(path, text):
         raise OSError(errno.EBUSY, os.strerror(errno.EBUSY))
 
-    monkeypatch.setattr(sandbox, "_write", busy)
+    monkeypatch.setattr(cgroups, "write", busy)
 
 
 def test_cgroup_v1_kernels_go_under_the_graders_memory_cgroup():
@@ -243,7 +244,7 @@ def test_a_kernel_cgroup_caps_memory_and_swap_at_the_limit():
     except OSError as e:
         pytest.skip(f"no memory cgroup here: {e}")
     got = {}
-    made = sandbox._create_cgroup(
+    made = cgroups.create_cgroup(
         {"parent": parent, "prefix": cgroup_prefix("/limits"), "limit": 300 * MiB}, got
     )
     if made is None:
@@ -262,4 +263,4 @@ def test_a_kernel_cgroup_caps_memory_and_swap_at_the_limit():
             assert Path(path, "memory.swap.max").read_text().strip() == "0"
         assert got == {"cgroup": version, "cgroup_memory": 300 * MiB}
     finally:
-        assert sandbox._remove_cgroup(path)
+        assert cgroups.remove_cgroup(path)

@@ -11,7 +11,7 @@ from attncourse.cluster import (
     task_resources,
     visible_gpus,
 )
-from attncourse.pipeline import course_config
+from attncourse.course import course_config
 
 
 def test_gpu_workers_are_pinned_to_their_device_and_advertise_one_gpu():

@@ -6,8 +6,9 @@ import nbformat
 import pytest
 
 from attncourse.autograde import autograde_submissions
+from attncourse.cells import grade_id
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path, scratch_course
-from attncourse.submissions import grade_id, solution_submission
+from attncourse.submissions import solution_submission
 
 ASSIGNMENTS = assignments()
 LEAK_MARKERS = (

@@ -12,8 +12,9 @@ from nbgrader.server_extensions.formgrader import handlers
 from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
 from attncourse.autograde import prepare
+from attncourse.cells import grade_id, is_test_cell
 from attncourse.course import ROOT, assignments, notebook_path
-from attncourse.feedback import HideHiddenTests, generate_feedback, is_test_cell, reduce_outputs
+from attncourse.feedback import generate_feedback
 from attncourse.gradebook import db_url
 from attncourse.markscheme import (
     TITLE,
@@ -22,7 +23,8 @@ from attncourse.markscheme import (
     mark_schemes,
     with_mark_schemes,
 )
-from attncourse.submissions import grade_id, solution_submission
+from attncourse.preprocessors.hidehiddentests import HideHiddenTests, reduce_outputs
+from attncourse.submissions import solution_submission
 
 HIDDEN_LINES = [
     "BEGIN HIDDEN TESTS",

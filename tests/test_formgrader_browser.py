@@ -30,9 +30,10 @@ from nbformat.v4 import new_markdown_cell
 from nbgrader.api import Gradebook
 
 from attncourse.course import ROOT, nbgrader, notebook_path, scratch_course
-from attncourse.formgrader import manual_cells, running, workload_table
+from attncourse.formgrader import running
 from attncourse.gradebook import db_url
 from attncourse.submissions import solution_submission, write_submission
+from attncourse.workload import manual_cells, workload_table
 
 ASSIGNMENT = "attention_variants"
 STUDENT = "alice"

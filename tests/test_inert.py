@@ -28,7 +28,7 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from attncourse.course import ROOT, notebook_path, venv_path
-from attncourse.inert import InertOutputs
+from attncourse.preprocessors.inertoutputs import InertOutputs
 
 MARK = "PWNED_7c1d"  # in every payload: wherever it runs, it names itself
 IMG = f"<img src=x onerror=\"document.title='{MARK}'\">"
@@ -139,9 +139,10 @@ def test_course_config_registers_the_inert_steps():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     autograde = config.Autograde.autograde_preprocessors
     limit = autograde.index("nbgrader.preprocessors.LimitOutput")
-    assert autograde[limit + 1] == "attncourse.inert.InertOutputs"
-    assert config.GenerateFeedback.preprocessors[0] == "attncourse.inert.InertOutputs"
-    assert config.HTMLExporter.preprocessors == ["attncourse.inert.InertOutputs"]
+    assert autograde[limit + 1] == "attncourse.preprocessors.inertoutputs.InertOutputs"
+    inert = "attncourse.preprocessors.inertoutputs.InertOutputs"
+    assert config.GenerateFeedback.preprocessors[0] == inert
+    assert config.HTMLExporter.preprocessors == [inert]
     assert config.HTMLExporter.filters["markdown2html"] == "attncourse.safemarkdown.SafeMarkdown"
 
 

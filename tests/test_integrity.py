@@ -13,17 +13,14 @@ import toy_course
 from nbgrader.api import Gradebook
 from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
+from attncourse.cells import grade_id
 from attncourse.course import ROOT, assignments, notebook_path
 from attncourse.gradebook import cell_scores, db_url
-from attncourse.integrity import (
-    COMMENT_HEADER,
-    CourseNotebook,
-    findings_of,
-    scan_notebook,
-    scan_source,
-    scan_submissions,
-)
-from attncourse.submissions import fill, grade_id, solution_answers, solution_submission
+from attncourse.integrity.command import scan_submissions
+from attncourse.integrity.coursenotebook import CourseNotebook
+from attncourse.integrity.findings import COMMENT_HEADER, findings_of, scan_notebook
+from attncourse.integrity.scanner import scan_source
+from attncourse.submissions import fill, solution_answers, solution_submission
 
 
 def toy_release():

@@ -24,12 +24,11 @@ import torch
 from nbgrader.utils import determine_grade
 
 from attncourse import checks
+from attncourse.cells import grade_id, is_test_cell
 from attncourse.course import ROOT, assignments
 from attncourse.judge import agent, verdict, wire
 from attncourse.judge.channel import AGENT_NAME, AGENT_SOURCE, KernelChannel, LocalChannel
 from attncourse.judge.remote import KernelFault, Remote, Session, StudentNamespace, StudentRaised
-from attncourse.preprocessors import is_test_cell
-from attncourse.submissions import grade_id
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -24,13 +24,13 @@ from casetable import (
 )
 from cellrun import run_cell
 
+from attncourse.cells import grade_id, is_answer, is_test_cell, student_sources
 from attncourse.course import ROOT, notebook_path
 from attncourse.grading import mla_inference
 from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
-from attncourse.preprocessors import is_test_cell, student_sources
-from attncourse.submissions import grade_id, is_answer, solution_submission
+from attncourse.submissions import solution_submission
 
 # This notebook's display-only cells: the course's plots, the position demo and the timing lab
 # (seconds of timing) only draw or print, and no check reads them. Added here until

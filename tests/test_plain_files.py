@@ -151,7 +151,9 @@ def test_copy_plain_tree_copies_files_and_folders_only(course, tmp_path):
 
 def test_course_config_registers_the_refusals():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    assert config.Autograde.sanitize_preprocessors[0] == "attncourse.plainfiles.RefuseSpecialFiles"
+    assert config.Autograde.sanitize_preprocessors[0] == (
+        "attncourse.preprocessors.refusespecialfiles.RefuseSpecialFiles"
+    )
     assert config.Autograde.pre_convert_hook == "attncourse.plainfiles.refuse_before_copy"
     assert config.ExchangeFactory.collect == "attncourse.exchange.PlainFilesCollect"
 

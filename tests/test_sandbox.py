@@ -20,7 +20,7 @@ from jupyter_core.utils import run_sync
 
 import attncourse
 from attncourse.course import ROOT
-from attncourse.sandbox import KERNEL_SIDE, SandboxKernelManager, cuda_present
+from attncourse.sandbox.kernelmanager import SandboxKernelManager, cuda_present, kernel_files
 
 PROBE = r"""
 import json, os, resource, socket, sys
@@ -69,7 +69,7 @@ def probed(tmp_path_factory):
     spec = km.spec(work)
     package = Path(attncourse.__file__)
     cmd = [sys.executable, "-c", PROBE, str(secret), str(package), str(server.getsockname()[1])]
-    launcher = [sys.executable, "-m", "attncourse.sandbox", json.dumps(spec), "--", *cmd]
+    launcher = [sys.executable, "-m", "attncourse.sandbox.launcher", json.dumps(spec), "--", *cmd]
     done = subprocess.run(launcher, capture_output=True, text=True, timeout=120)
     server.close()
     record = json.loads((run / "protections.json").read_text())
@@ -196,7 +196,7 @@ def _gone(pid, seconds=10):
 
 
 def test_fork_server_kernel_is_preloaded_interruptible_and_dies_with_its_launcher():
-    from attncourse.sandbox import launcher_pid_file
+    from attncourse.sandbox.forkclient import launcher_pid_file
 
     with sandboxed_kernel() as (root, km, kc):
         assert km.fork_server
@@ -235,7 +235,7 @@ def test_an_unreachable_fork_server_costs_only_time(tmp_path):
     km.use_run_dir(run)
     spec = dict(km.spec(work), fork_server=str(tmp_path / "no-server"))
     cmd = [sys.executable, "-c", "print('started')"]
-    launcher = [sys.executable, "-m", "attncourse.sandbox", json.dumps(spec), "--", *cmd]
+    launcher = [sys.executable, "-m", "attncourse.sandbox.launcher", json.dumps(spec), "--", *cmd]
     done = subprocess.run(launcher, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (run / "kernel.log").read_text().strip() == "started"
@@ -299,7 +299,9 @@ GRADING_FILES = [
 ]
 VIEW = """
 import importlib, json, os, sys
-out = {{"package": sorted(os.listdir({package!r})), "course": sorted(os.listdir({root!r}))}}
+out = {{"course": sorted(os.listdir({root!r}))}}
+out["package"] = sorted(os.path.relpath(os.path.join(folder, name), {package!r})
+                        for folder, _, names in os.walk({package!r}) for name in names)
 out["modules"] = sorted(m for m in sys.modules
                         if m.startswith(("attncourse.checks", "attncourse.grading", "attncourse.judge")))
 out["found"] = {{}}
@@ -309,7 +311,8 @@ for path in {secrets!r}:
         out["found"][path] = "exists"
     except OSError as e:
         out["found"][path] = type(e).__name__
-for name in ["attncourse.checks", "attncourse.grading", "attncourse.judge", "attncourse.sandbox"]:
+for name in ["attncourse.checks", "attncourse.grading", "attncourse.judge",
+             "attncourse.sandbox.kernelmanager", "attncourse.sandbox.launcher"]:
     try:
         out[name] = importlib.import_module(name).__file__
     except ImportError as e:
@@ -346,7 +349,7 @@ def kernel_view():
 def test_the_kernel_sees_only_the_kernel_side_files_of_the_course_package(kernel_view):
     seen, record = kernel_view
     needs(record, "mount_namespace")
-    assert seen["package"] == sorted(KERNEL_SIDE)
+    assert seen["package"] == sorted(str(p.relative_to(PACKAGE)) for p in kernel_files())
     assert not {"source", "release", "tests", "gradebook.db"} & set(seen["course"])
     assert set(seen["found"].values()) == {"FileNotFoundError"}, seen["found"]
 
@@ -358,7 +361,9 @@ def test_the_grading_code_cannot_be_imported_and_is_not_in_a_forked_kernels_memo
     needs(record, "mount_namespace")
     for name in ["attncourse.checks", "attncourse.grading", "attncourse.judge"]:
         assert seen[name] == "ModuleNotFoundError", (name, seen[name])
-    assert seen["attncourse.sandbox"] == str(PACKAGE / "sandbox.py")  # the editable install
+    assert seen["attncourse.sandbox.kernelmanager"] == "ModuleNotFoundError"  # the grader's side
+    launcher = PACKAGE / "sandbox" / "launcher.py"
+    assert seen["attncourse.sandbox.launcher"] == str(launcher)  # the editable install
 
 
 def test_an_honest_kernel_computes_and_uses_its_working_copy(kernel_view):
@@ -369,7 +374,7 @@ def test_an_honest_kernel_computes_and_uses_its_working_copy(kernel_view):
 
 
 def test_the_fork_server_never_preloads_grading_code():
-    from attncourse.forkserver import kernel_safe
+    from attncourse.sandbox.forkserver import kernel_safe
 
     assert all(kernel_safe(name) for name in SandboxKernelManager().preload)
     for name in ["attncourse.checks", "attncourse.grading.attention_variants", "attncourse.judge"]:

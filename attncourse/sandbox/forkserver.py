@@ -6,13 +6,13 @@ kernel per student, that import is a large share of the CPU a class needs.
 This server imports those modules once (torch, numpy, ipykernel; never the
 course's grading code: every kernel holds a copy of what the server imported),
 then forks a copy of itself for each kernel; the copy sets up the sandbox
-exactly as the launcher in :mod:`attncourse.sandbox` does (same ``_launch``:
+exactly as the launcher in :mod:`attncourse.sandbox.launcher` does (same ``launch``:
 cgroup, namespaces, mounts, fresh uid, rlimits) and, instead of exec'ing a new
 Python that would import everything again, runs ``ipykernel`` in the process
 it already is.
 
 Nothing of the protocol is visible to jupyter_client: it still starts the
-launcher ``python -m attncourse.sandbox SPEC -- CMD`` (a Python without torch,
+launcher ``python -m attncourse.sandbox.launcher SPEC -- CMD`` (a Python without torch,
 some 30 ms), which asks this server over a Unix socket (mode 0600, in a
 private directory the sandbox hides) to fork the kernel, forwards the signals
 jupyter_client sends it (interrupt, terminate) to the kernel's process group,
@@ -21,10 +21,8 @@ server kills the kernel's group; the kernel's PID namespace dies with its
 init. When the server cannot be reached, the launcher starts the kernel the
 ordinary way, so a dead server costs time, never a grade.
 
-Protocol, one JSON object per line: the launcher sends
-``{"spec": ..., "cmd": [...], "env": {...}}`` then zero or more
-``{"signal": N}``; the server answers ``{"pid": N}`` once forked and
-``{"exit": code}`` when the kernel's launcher process ends.
+The protocol is in :mod:`attncourse.sandbox.forkclient`; the grader starts a server with
+:mod:`attncourse.sandbox.forkstart`.
 """
 
 import gc
@@ -36,27 +34,10 @@ import signal
 import socket
 import sys
 
-PR_SET_PDEATHSIG = 1
-KERNEL_MODULES = {"attncourse", "attncourse.sandbox", "attncourse.forkserver"}
-
-
-def _send(conn, message):
-    try:
-        conn.sendall((json.dumps(message) + "\n").encode())
-    except OSError:
-        pass
-
-
-def _read_line(conn, limit=1 << 20):
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-        if len(data) > limit:
-            raise ValueError("request too long")
-    return data
+from attncourse.sandbox import KERNEL_MODULES
+from attncourse.sandbox.forkclient import read_line, send
+from attncourse.sandbox.launcher import launch
+from attncourse.sandbox.linux import PR_SET_PDEATHSIG, prctl
 
 
 def run_kernel(cmd, env):
@@ -109,8 +90,6 @@ def run_kernel(cmd, env):
 
 def _child(conn, listener, request):
     """In the forked copy: become the launcher of one sandboxed kernel."""
-    from attncourse import sandbox
-
     code = 1
     try:
         listener.close()
@@ -118,23 +97,20 @@ def _child(conn, listener, request):
         os.setsid()  # the kernel's own process group, signalled as a whole
         os.environ.clear()
         os.environ.update(request["env"])
-        code = sandbox._launch(request["spec"], request["cmd"], start=run_kernel)
+        code = launch(request["spec"], request["cmd"], start=run_kernel)
     finally:
         os._exit(code)
 
 
 def kernel_safe(module):
-    """Whether ``module`` may be in a kernel's memory: anything but this package's grading
-    code (hidden tests, references, thresholds), of which only the launcher and this server
-    are the kernel's."""
+    """Whether ``module`` may be in a kernel's memory: anything but this package, of which
+    only the kernel side (:data:`~attncourse.sandbox.KERNEL_MODULES`) is the kernel's."""
     return module.partition(".")[0] != "attncourse" or module in KERNEL_MODULES
 
 
 def serve(path, preload):
     """Import ``preload``, then fork a sandboxed kernel for each launcher that connects."""
-    import ctypes
-
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader
     for name in preload:
         if not kernel_safe(name):
             print(f"forkserver: will not preload {name}: kernels may not hold it", file=sys.stderr)
@@ -163,7 +139,7 @@ def serve(path, preload):
                 conn, _ = listener.accept()
                 try:
                     conn.settimeout(10)
-                    request = json.loads(_read_line(conn))
+                    request = json.loads(read_line(conn))
                     conn.settimeout(None)
                 except (OSError, ValueError):
                     conn.close()
@@ -173,7 +149,7 @@ def serve(path, preload):
                     _child(conn, listener, request)
                 kernels[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)
-                _send(conn, {"pid": pid})
+                send(conn, {"pid": pid})
                 continue
             conn, pid = key.fileobj, key.data
             try:
@@ -198,7 +174,7 @@ def serve(path, preload):
                 break
             conn = kernels.pop(pid, None)
             if conn is not None:
-                _send(conn, {"exit": os.waitstatus_to_exitcode(status) % 256})
+                send(conn, {"exit": os.waitstatus_to_exitcode(status) % 256})
                 try:
                     selector.unregister(conn)
                 except (KeyError, ValueError):
@@ -211,56 +187,6 @@ def _signal_group(pid, sig):
         os.killpg(pid, sig)
     except OSError:
         pass
-
-
-def launch_via(path, spec, cmd):
-    """In the launcher: have the server at ``path`` start the kernel; return its exit status,
-    or None when the server cannot be reached (the caller then starts it itself)."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-        conn.sendall(
-            (json.dumps({"spec": spec, "cmd": cmd, "env": dict(os.environ)}) + "\n").encode()
-        )
-        first = json.loads(_read_line(conn) or b"null")
-    except (OSError, ValueError):
-        conn.close()
-        return None
-    if not isinstance(first, dict) or "pid" not in first:
-        conn.close()
-        return None
-    from attncourse.sandbox import launcher_pid_file
-
-    try:
-        with open(launcher_pid_file(spec["run"]), "w") as f:
-            f.write(str(int(first["pid"])))
-    except OSError:
-        pass
-
-    def forward(sig, _frame):
-        _send(conn, {"signal": sig})
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(sig, forward)
-    buffer = b""
-    while True:
-        try:
-            chunk = conn.recv(4096)
-        except InterruptedError:
-            continue
-        except OSError:
-            return 1
-        if not chunk:
-            return 1  # the server died: the kernel with it
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(message, dict) and "exit" in message:
-                return int(message["exit"])
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import List, Unicode
 
-RECORD = "attncourse"
+from attncourse.constants import METADATA_KEY
+
 OUTPUT_TYPES = {"stream", "error", "display_data", "execute_result"}
 # A raster image is base64 text; anything else there is not an image.
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
@@ -85,7 +86,7 @@ def _plain(mime: str, value) -> bool:
 def _kept_metadata(metadata: dict) -> dict:
     """Only the pipeline's own stderr marker (feedback hides stderr by it); templates read the
     rest (``isolated``, image ``width``/``height``/``filenames``) into the page's HTML."""
-    ours = metadata.get(RECORD)
+    ours = metadata.get(METADATA_KEY)
     if isinstance(ours, dict) and ours.get("stream") == "stderr":
-        return {RECORD: {"stream": "stderr"}}
+        return {METADATA_KEY: {"stream": "stderr"}}
     return {}

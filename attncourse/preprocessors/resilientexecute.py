@@ -1,278 +1,44 @@
-"""nbgrader preprocessors that make autograding survive damaged and hostile submissions.
+"""Autograde stage, in place of ``Execute``: student cells in the sandbox, tests by the judge.
 
-Registered in ``nbgrader_config.py``, so plain ``nbgrader autograde`` and
-``attncourse grade`` run the same steps:
-
-* :class:`TolerantNotebookExporter` reads a notebook that is not valid JSON as
-  an empty one that says why, instead of aborting that student's grading.
-* :class:`RepairGradeCells` (sanitizing stage, before ``OverwriteCells``) puts
-  back grade and locked cells that were deleted or lost their nbgrader
-  metadata, at their place in the release, with the content the gradebook holds.
-* :class:`ResilientExecute` (replaces ``Execute``) runs the student's cells in
-  the sandbox of :mod:`attncourse.sandbox`, caps each cell's output and the
-  whole notebook's time, and when the kernel dies or hangs in a cell, scores
-  that cell 0, restarts the kernel, replays the cells before it and goes on.
-  Test cells never run in the kernel: at each one the judge
-  (:mod:`attncourse.judge`) asks the kernel for data and writes the verdict.
-* :class:`StderrAsDisplay` keeps warnings written to stderr visible but stops
-  nbgrader from reading them as a failed test (it zeroes any cell with stderr).
-* :class:`RecordGradingRun` stores what happened (repairs, faults, protections,
-  timings) in the autograded notebook's metadata under ``attncourse``.
+:class:`ResilientExecute` runs the student's cells in a sandboxed kernel
+(:mod:`attncourse.sandbox`), caps each cell's output and the whole notebook's time, and
+when the kernel dies or hangs in a cell, scores that cell 0, restarts the kernel, replays
+the cells before it and goes on. Test cells never run in the kernel: at each one the judge
+(:mod:`attncourse.judge`) asks the kernel for data and writes the verdict.
 """
 
-import atexit
 import copy
-import difflib
 import os
 import shutil
-import signal
-import tempfile
 import time
-import uuid
 from collections import defaultdict
-from pathlib import Path
 
 import nbformat
 import torch
+from jupyter_client.manager import KernelManager
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbconvert.exporters import NotebookExporter
+from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
-from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Float, Integer, Unicode, default
 
+from attncourse import constants
+from attncourse.cells import is_test_cell, student_sources
+from attncourse.constants import METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.judge.channel import KernelChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
-from attncourse.sandbox import SandboxKernelManager
-
-RECORD = "attncourse"
-
-
-def _record(nb):
-    """The attncourse record of a notebook (created when missing)."""
-    return nb.metadata.setdefault(RECORD, {})
-
-
-def is_test_cell(cell):
-    """An autograder test cell: graded code the student cannot change (never run in the kernel)."""
-    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
-
-
-def student_sources(nb):
-    """The text of every code cell the student wrote: answer cells and cells they added."""
-    return [
-        cell.source
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        and (utils.is_solution(cell) or not cell.metadata.get("nbgrader", {}).get("locked"))
-        and not is_test_cell(cell)
-    ]
+from attncourse.preprocessors import sparekernel
+from attncourse.preprocessors.workspace import Workspace
+from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
 
 def _error(ename, evalue):
     return nbformat.v4.new_output(
         "error", ename=ename, evalue=evalue, traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"]
     )
-
-
-class TolerantNotebookExporter(NotebookExporter):
-    """A notebook exporter that turns an unreadable file into an empty notebook saying why."""
-
-    def from_file(self, file_stream, resources=None, **kw):
-        try:
-            nb = nbformat.read(file_stream, as_version=4)
-        except Exception as e:  # not JSON, not a notebook, not UTF-8: the student's problem
-            nb = nbformat.v4.new_notebook()
-            reason = f"{type(e).__name__}: {e}"[:500]
-            nb.cells.append(
-                nbformat.v4.new_markdown_cell(f"**This submission could not be read:** {reason}")
-            )
-            _record(nb)["unreadable"] = reason
-        return self.from_notebook_node(nb, resources=resources, **kw)
-
-
-class RepairGradeCells(NbGraderPreprocessor):
-    """Restore deleted and metadata-stripped grade/locked cells from the gradebook.
-
-    Order and metadata come from the release notebook (what the student got);
-    the cell's content comes from the gradebook, which ``OverwriteCells`` then
-    enforces as usual. A cell without metadata is re-labelled when it sits
-    where the missing cell belongs and is the same kind of cell with a similar
-    source; otherwise a fresh copy is inserted there.
-    """
-
-    def preprocess(self, nb, resources):
-        reference = self._reference(resources)
-        if not reference:
-            return nb, resources
-        repairs = []
-        # Locked cells first (their source identifies them), then answers by position.
-        order = sorted(
-            range(len(reference)),
-            key=lambda k: reference[k][1].metadata.nbgrader.get("solution", False),
-        )
-        for position in order:
-            gid, ref = reference[position]
-            present = self._labelled(nb)
-            if gid in present:
-                continue
-            before = [present[g] for g, _ in reference[:position] if g in present]
-            after = [present[g] for g, _ in reference[position + 1 :] if g in present]
-            lo = max(before, default=-1)
-            hi = min([i for i in after if i > lo], default=len(nb.cells))
-            match = self._match(nb.cells, lo, hi, ref)
-            if match is not None:
-                nb.cells[match].metadata["nbgrader"] = copy.deepcopy(ref.metadata.nbgrader)
-                repairs.append(f"restored the nbgrader metadata of cell {gid}")
-            else:
-                nb.cells.insert(lo + 1, self._fresh(ref))
-                repairs.append(f"restored deleted cell {gid}")
-        for gid, copies in self._duplicates(nb).items():
-            for i in copies[:-1]:
-                del nb.cells[i].metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
-            repairs.append(f"cell {gid} appears {len(copies)} times; the last copy is graded")
-        for message in repairs:
-            self.log.warning("%s: %s", resources["nbgrader"].get("student"), message)
-        if repairs:
-            _record(nb).setdefault("repairs", []).extend(repairs)
-        return nb, resources
-
-    @staticmethod
-    def _labelled(nb):
-        return {
-            c.metadata.nbgrader["grade_id"]: i
-            for i, c in enumerate(nb.cells)
-            if c.metadata.get("nbgrader", {}).get("grade_id")
-        }
-
-    @staticmethod
-    def _duplicates(nb):
-        """grade_id -> indices of its copies, for every grade_id that appears more than once.
-
-        nbgrader's own DeduplicateIds leaves an empty metadata dict on the extra
-        copies, which CheckCellMetadata then rejects, aborting the whole class
-        (nbgrader #1083); removing the key instead keeps them plain cells.
-        """
-        copies = defaultdict(list)
-        for i, c in enumerate(nb.cells):
-            gid = c.metadata.get("nbgrader", {}).get("grade_id")
-            if gid:
-                copies[gid].append(i)
-        return {gid: idx for gid, idx in copies.items() if len(idx) > 1}
-
-    @staticmethod
-    def _match(cells, lo, hi, ref):
-        """Index of the unlabelled cell in (lo, hi) that is ``ref`` stripped of metadata, or None."""
-        candidates = [
-            i
-            for i in range(lo + 1, hi)
-            if cells[i].cell_type == ref.cell_type and not cells[i].metadata.get("nbgrader")
-        ]
-        if not candidates:
-            return None
-        ratio = {
-            i: difflib.SequenceMatcher(None, cells[i].source, ref.source).ratio()
-            for i in candidates
-        }
-        best = max(candidates, key=ratio.get)
-        answer = ref.metadata.nbgrader.get("solution", False)
-        if ratio[best] >= 0.6 or (answer and len(candidates) == 1):
-            return best
-        return None
-
-    def _fresh(self, ref):
-        cell = copy.deepcopy(ref)
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        cell.id = uuid.uuid4().hex[:8]
-        return cell
-
-    def _reference(self, resources):
-        """[(grade_id, release cell)] in release order, with the gradebook's source for each."""
-        info = resources["nbgrader"]
-        coursedir = CourseDirectory(config=self.config)
-        for folder in (coursedir.release_directory, coursedir.source_directory):
-            path = Path(coursedir.format_path(folder, ".", info["assignment"]))
-            path = path / f"{info['notebook']}.ipynb"
-            if path.exists():
-                release = nbformat.read(path, as_version=4)
-                break
-        else:
-            self.log.warning("No release notebook for %s: cannot repair cells", info["assignment"])
-            return []
-        reference = []
-        with Gradebook(info["db_url"]) as gb:
-            for cell in release.cells:
-                gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-                if not gid:
-                    continue
-                try:
-                    source = gb.find_source_cell(gid, info["notebook"], info["assignment"])
-                except MissingEntry:
-                    continue
-                cell = copy.deepcopy(cell)
-                cell.source = source.source
-                reference.append((gid, cell))
-        return reference
-
-
-class _Workspace:
-    """A kernel's private directories: ``work`` (its cwd, the student's files) and ``run``."""
-
-    def __init__(self):
-        self.root = Path(tempfile.mkdtemp(prefix="attncourse-kernel-"))
-        os.chmod(self.root, 0o711)
-        self.work = self.root / "work"
-        self.run = self.root / "run"
-        self.work.mkdir()
-        self.run.mkdir()
-
-    def give_to(self, km):
-        """Hand files copied in after ``km``'s kernel started to that kernel's uid."""
-        uid = km.protections().get("uid") if isinstance(km, SandboxKernelManager) else None
-        if uid is not None:
-            for path in [self.work, *self.work.rglob("*")]:
-                os.lchown(path, uid, uid)
-
-    def remove(self):
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-_spare = None  # (key, workspace, started kernel manager) for the next notebook of this process
-
-
-def _take_spare(key):
-    """The pre-started kernel if it fits ``key`` (else a fresh workspace and None)."""
-    global _spare
-    spare, _spare = _spare, None
-    if spare is not None:
-        if spare[0] == key and run_sync(spare[2].is_alive)():
-            return spare[1], spare[2]
-        _discard(spare)
-    return _Workspace(), None
-
-
-def _discard(spare):
-    _, workspace, km = spare
-    pgid = getattr(km.provisioner, "pgid", None)
-    if pgid:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
-    workspace.remove()
-
-
-@atexit.register
-def _discard_spare():
-    global _spare
-    if _spare is not None:
-        spare, _spare = _spare, None
-        _discard(spare)
 
 
 class ResilientExecute(Execute):
@@ -283,19 +49,21 @@ class ResilientExecute(Execute):
     """
 
     max_output_bytes = Integer(
-        1_000_000, help="Output a cell may produce before the rest is dropped."
+        constants.MAX_OUTPUT_BYTES, help="Output a cell may produce before the rest is dropped."
     ).tag(config=True)
     iopub_timeout = Integer(
-        30, help="Seconds to wait for a cell's last output after its reply (a flood of output)."
+        constants.IOPUB_TIMEOUT_S,
+        help="Seconds to wait for a cell's last output after its reply (a flood of output).",
     ).tag(config=True)
     prewarm = Bool(
         False, help="Start the next notebook's kernel while this one runs (torch import dominates)."
     ).tag(config=True)
     max_kernel_restarts = Integer(
-        3, help="Kernel deaths/hangs per notebook after which the remaining cells are not run."
+        constants.MAX_KERNEL_RESTARTS,
+        help="Kernel deaths/hangs per notebook after which the remaining cells are not run.",
     ).tag(config=True)
     notebook_budget = Float(
-        900.0,
+        float(constants.NOTEBOOK_BUDGET_S),
         help="Seconds one notebook may run in all (its cells and the judge's calls); when they "
         "are spent the remaining cells are not run and the remaining tests fail, saying so.",
     ).tag(config=True)
@@ -305,10 +73,12 @@ class ResilientExecute(Execute):
         "not in attncourse.grading.<assignment>.",
     ).tag(config=True)
     max_reply_bytes = Integer(
-        256 * 2**20, help="Largest answer the kernel may send the judge for one call."
+        constants.MAX_REPLY_BYTES, help="Largest answer the kernel may send the judge for one call."
     ).tag(config=True)
 
     def __init__(self, **kw):
+        # nbgrader's Execute passes its own kernel manager as an argument, which no
+        # configuration overrides: ours goes first.
         kw.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(**kw)
 
@@ -318,8 +88,12 @@ class ResilientExecute(Execute):
         # shutdown spends polling for its exit, once per student (0.04-0.13 s instead).
         return "immediate"
 
-    def preprocess(self, nb, resources, km=None):
-        record = resources.setdefault(RECORD, copy.deepcopy(nb.metadata.get(RECORD, {})))
+    def preprocess(
+        self, nb: NotebookNode, resources: ResourcesDict, km: KernelManager | None = None
+    ) -> tuple[NotebookNode, ResourcesDict]:
+        record = resources.setdefault(
+            METADATA_KEY, copy.deepcopy(nb.metadata.get(METADATA_KEY, {}))
+        )
         record.setdefault("faults", [])
         if record.get("unreadable"):
             for cell in nb.cells:
@@ -333,7 +107,7 @@ class ResilientExecute(Execute):
         self._output_bytes = defaultdict(int)
         self._truncated = set()
         kernel_name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", "")
-        self._workspace, self._adopt = _take_spare(self._spare_key(kernel_name))
+        self._workspace, self._adopt = sparekernel.take(self._spare_key(kernel_name))
         meta = resources.setdefault("metadata", {})
         original = meta.get("path")
         if original and os.path.isdir(original):
@@ -370,15 +144,14 @@ class ResilientExecute(Execute):
 
     async def _async_start_spare(self):
         """Launch the kernel for the next notebook now, so its start overlaps this one's run."""
-        global _spare
-        if not self.prewarm or _spare is not None:
+        if not self.prewarm or sparekernel.waiting():
             return
-        workspace = _Workspace()
+        workspace = Workspace()
         km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config)
         if isinstance(km, SandboxKernelManager):
             km.use_run_dir(workspace.run)
-        await km.start_kernel(extra_arguments=list(self.extra_arguments), cwd=str(workspace.work))
-        _spare = (self._spare_key(self.kernel_name), workspace, km)
+        key = self._spare_key(self.kernel_name)
+        await sparekernel.start(key, km, workspace, self.extra_arguments)
 
     async def async_start_new_kernel(self, **kwargs):
         self._kernel_started = time.monotonic()
@@ -476,7 +249,9 @@ class ResilientExecute(Execute):
 
     # ------------------------------------------------------------ the student's cells
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: ResourcesDict, index: int
+    ) -> tuple[NotebookNode, ResourcesDict]:
         if cell.cell_type != "code":
             return cell, resources
         if is_test_cell(cell):
@@ -573,28 +348,3 @@ class ResilientExecute(Execute):
             note = f"[output truncated: this cell printed more than {self.max_output_bytes} bytes]"
             outs.append(nbformat.v4.new_output("display_data", data={"text/plain": note}))
         return None
-
-
-class StderrAsDisplay(NbGraderPreprocessor):
-    """Show stderr of graded cells as display output, so a warning alone never zeroes a test."""
-
-    def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and utils.is_grade(cell):
-            for i, out in enumerate(cell.outputs):
-                if out.output_type == "stream" and out.name == "stderr":
-                    cell.outputs[i] = NotebookNode(
-                        output_type="display_data",
-                        data={"text/plain": out.text},
-                        metadata={RECORD: {"stream": "stderr"}},
-                    )
-        return cell, resources
-
-
-class RecordGradingRun(NbGraderPreprocessor):
-    """Write the run's record (repairs, faults, protections, timings) into the notebook."""
-
-    def preprocess(self, nb, resources):
-        record = resources.get(RECORD) or nb.metadata.get(RECORD)
-        if record:
-            nb.metadata[RECORD] = record
-        return nb, resources

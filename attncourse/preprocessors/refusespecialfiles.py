@@ -1,0 +1,65 @@
+"""Sanitize stage, first: no link or special file of the student's folder reaches a kernel.
+
+The folder is checked once more after :func:`attncourse.plainfiles.refuse_before_copy`
+(this is all that runs when that hook is not configured: it then also deletes what
+nbgrader's copy made of a link in ``autograded/``, before any kernel sees it), and every
+refusal is recorded in the notebook's metadata under ``attncourse.refused_files``, as
+``"<relative path>: <what it is>"``.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+from nbconvert.exporters.exporter import ResourcesDict
+from nbformat.notebooknode import NotebookNode
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from attncourse.cells import record_of
+from attncourse.plainfiles import WHY, refuse_submission, refused_before, special_entries
+
+
+class RefuseSpecialFiles(NbGraderPreprocessor):
+    """Sanitize stage, first: no link or special file of the student's folder reaches a kernel,
+    and the notebook records what was refused."""
+
+    def preprocess(
+        self, nb: NotebookNode, resources: ResourcesDict
+    ) -> tuple[NotebookNode, ResourcesDict]:
+        folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
+        if not folder:
+            return nb, resources
+        refused = refused_before(folder)  # logged where they were refused
+        late = [rel for rel, _, _ in special_entries(folder)]
+        if late:  # still there when nbgrader copied the folder: undo what its copy made of them
+            self._remove_copies(late, resources["nbgrader"])
+            now = refuse_submission(folder)
+            for entry in now:
+                self.log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
+            refused += now
+        if refused:
+            record = record_of(nb)
+            known = record.setdefault("refused_files", [])
+            known.extend(e for e in refused if e not in known)
+        return nb, resources
+
+    def _remove_copies(self, rels, info):
+        """Delete what nbgrader's copy made of ``rels`` in ``autograded/``, unless the instructor's
+        ``source/`` provides that file (nbgrader copied the instructor's over it then)."""
+        coursedir = CourseDirectory(config=self.config)
+        dest = Path(
+            coursedir.format_path(
+                coursedir.autograded_directory, info["student"], info["assignment"]
+            )
+        )
+        source = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
+        for rel in rels:
+            copy = dest / rel
+            if os.path.lexists(source / rel) or not os.path.lexists(copy):
+                continue
+            if os.path.isdir(copy) and not os.path.islink(copy):
+                shutil.rmtree(copy)
+            else:
+                os.unlink(copy)
+            self.log.warning("Deleted %s: autograde had copied the target of a refused link", copy)

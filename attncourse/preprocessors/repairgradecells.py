@@ -1,0 +1,147 @@
+"""Sanitize stage, before ``OverwriteCells``: put back grade and locked cells a student lost.
+
+A cell deleted, or stripped of its nbgrader metadata, or duplicated would otherwise abort
+the student's grading or lose its points; the repairs are recorded in the notebook.
+"""
+
+import copy
+import difflib
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import nbformat
+from nbconvert.exporters.exporter import ResourcesDict
+from nbformat.notebooknode import NotebookNode
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from attncourse.cells import record_of
+
+
+class RepairGradeCells(NbGraderPreprocessor):
+    """Restore deleted and metadata-stripped grade/locked cells from the gradebook.
+
+    Order and metadata come from the release notebook (what the student got);
+    the cell's content comes from the gradebook, which ``OverwriteCells`` then
+    enforces as usual. A cell without metadata is re-labelled when it sits
+    where the missing cell belongs and is the same kind of cell with a similar
+    source; otherwise a fresh copy is inserted there.
+    """
+
+    def preprocess(
+        self, nb: NotebookNode, resources: ResourcesDict
+    ) -> tuple[NotebookNode, ResourcesDict]:
+        reference = self._reference(resources)
+        if not reference:
+            return nb, resources
+        repairs = []
+        # Locked cells first (their source identifies them), then answers by position.
+        order = sorted(
+            range(len(reference)),
+            key=lambda k: reference[k][1].metadata.nbgrader.get("solution", False),
+        )
+        for position in order:
+            gid, ref = reference[position]
+            present = self._labelled(nb)
+            if gid in present:
+                continue
+            before = [present[g] for g, _ in reference[:position] if g in present]
+            after = [present[g] for g, _ in reference[position + 1 :] if g in present]
+            lo = max(before, default=-1)
+            hi = min([i for i in after if i > lo], default=len(nb.cells))
+            match = self._match(nb.cells, lo, hi, ref)
+            if match is not None:
+                nb.cells[match].metadata["nbgrader"] = copy.deepcopy(ref.metadata.nbgrader)
+                repairs.append(f"restored the nbgrader metadata of cell {gid}")
+            else:
+                nb.cells.insert(lo + 1, self._fresh(ref))
+                repairs.append(f"restored deleted cell {gid}")
+        for gid, copies in self._duplicates(nb).items():
+            for i in copies[:-1]:
+                del nb.cells[i].metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
+            repairs.append(f"cell {gid} appears {len(copies)} times; the last copy is graded")
+        for message in repairs:
+            self.log.warning("%s: %s", resources["nbgrader"].get("student"), message)
+        if repairs:
+            record_of(nb).setdefault("repairs", []).extend(repairs)
+        return nb, resources
+
+    @staticmethod
+    def _labelled(nb):
+        return {
+            c.metadata.nbgrader["grade_id"]: i
+            for i, c in enumerate(nb.cells)
+            if c.metadata.get("nbgrader", {}).get("grade_id")
+        }
+
+    @staticmethod
+    def _duplicates(nb):
+        """grade_id -> indices of its copies, for every grade_id that appears more than once.
+
+        nbgrader's own DeduplicateIds leaves an empty metadata dict on the extra
+        copies, which CheckCellMetadata then rejects, aborting the whole class
+        (nbgrader #1083); removing the key instead keeps them plain cells.
+        """
+        copies = defaultdict(list)
+        for i, c in enumerate(nb.cells):
+            gid = c.metadata.get("nbgrader", {}).get("grade_id")
+            if gid:
+                copies[gid].append(i)
+        return {gid: idx for gid, idx in copies.items() if len(idx) > 1}
+
+    @staticmethod
+    def _match(cells, lo, hi, ref):
+        """Index of the unlabelled cell in (lo, hi) that is ``ref`` stripped of metadata, or None."""
+        candidates = [
+            i
+            for i in range(lo + 1, hi)
+            if cells[i].cell_type == ref.cell_type and not cells[i].metadata.get("nbgrader")
+        ]
+        if not candidates:
+            return None
+        ratio = {
+            i: difflib.SequenceMatcher(None, cells[i].source, ref.source).ratio()
+            for i in candidates
+        }
+        best = max(candidates, key=ratio.get)
+        answer = ref.metadata.nbgrader.get("solution", False)
+        if ratio[best] >= 0.6 or (answer and len(candidates) == 1):
+            return best
+        return None
+
+    def _fresh(self, ref):
+        cell = copy.deepcopy(ref)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cell.id = uuid.uuid4().hex[:8]
+        return cell
+
+    def _reference(self, resources):
+        """[(grade_id, release cell)] in release order, with the gradebook's source for each."""
+        info = resources["nbgrader"]
+        coursedir = CourseDirectory(config=self.config)
+        for folder in (coursedir.release_directory, coursedir.source_directory):
+            path = Path(coursedir.format_path(folder, ".", info["assignment"]))
+            path = path / f"{info['notebook']}.ipynb"
+            if path.exists():
+                release = nbformat.read(path, as_version=4)
+                break
+        else:
+            self.log.warning("No release notebook for %s: cannot repair cells", info["assignment"])
+            return []
+        reference = []
+        with Gradebook(info["db_url"]) as gb:
+            for cell in release.cells:
+                gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+                if not gid:
+                    continue
+                try:
+                    source = gb.find_source_cell(gid, info["notebook"], info["assignment"])
+                except MissingEntry:
+                    continue
+                cell = copy.deepcopy(cell)
+                cell.source = source.source
+                reference.append((gid, cell))
+        return reference

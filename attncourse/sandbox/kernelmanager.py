@@ -1,0 +1,201 @@
+"""The grader's kernel manager: every kernel starts through the sandbox launcher.
+
+:class:`SandboxKernelManager` talks to the kernel over ``ipc`` sockets in a private run
+directory (TCP loopback is unreachable from a new network namespace) and prefixes the
+kernel command with ``python -m attncourse.sandbox.launcher SPEC --``; the spec says what
+the launcher is to set up (:meth:`SandboxKernelManager.spec`). Its settings are in
+``nbgrader_config.py``; their defaults in :mod:`attncourse.constants`.
+"""
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Bool, Integer, List, Unicode
+
+from attncourse import constants
+from attncourse.sandbox import KERNEL_MODULES
+from attncourse.sandbox.cgroups import cgroup_prefix, memory_cgroup_parent, remove_cgroups
+from attncourse.sandbox.forkclient import launcher_pid_file
+from attncourse.sandbox.forkstart import fork_server
+from attncourse.sandbox.proctree import strays
+
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def cuda_present() -> bool:
+    """Whether this machine has an NVIDIA GPU: kernels then get no address-space limit."""
+    return os.path.exists("/dev/nvidiactl")
+
+
+def kernel_files() -> list[Path]:
+    """The files of the package's kernel side (:data:`KERNEL_MODULES`), the only ones of the
+    package mounted in a kernel's sandbox."""
+    files = []
+    for module in KERNEL_MODULES:
+        path = PACKAGE.parent.joinpath(*module.split("."))
+        files.append(path / "__init__.py" if path.is_dir() else path.with_suffix(".py"))
+    return files
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernels run in the sandbox, reached over ipc sockets.
+
+    ``sandbox_run`` (private directory for sockets and the connection file) must
+    be set before the kernel starts; the kernel's ``cwd`` is its working copy.
+    """
+
+    enabled = Bool(True, help="Run kernels in the sandbox at all.").tag(config=True)
+    memory_mb = Integer(
+        constants.MEMORY_MB, help="Address-space limit of the kernel (MiB, 0: none)."
+    ).tag(config=True)
+    cpu_seconds = Integer(
+        constants.CPU_SECONDS, help="CPU-time limit of one kernel (s, 0: none)."
+    ).tag(config=True)
+    processes = Integer(
+        constants.PROCESSES, help="Process/thread limit of the kernel's uid (0: none)."
+    ).tag(config=True)
+    file_size_mb = Integer(
+        constants.FILE_SIZE_MB, help="Largest file the kernel may write (MiB, 0: none)."
+    ).tag(config=True)
+    cgroup_memory_mb = Integer(
+        constants.CGROUP_MEMORY_MB,
+        help="Memory limit of the kernel's own cgroup (MiB, 0: none): all memory of its "
+        "processes, swap and the pages of its scratch tmpfs included. Unlike memory_mb "
+        "(address space), it holds on a GPU grader too. Needs root or a delegated cgroup; "
+        "the protections say why it was refused.",
+    ).tag(config=True)
+    tmpfs_mb = Integer(
+        constants.TMPFS_MB,
+        help="Size of the kernel's one scratch tmpfs (MiB): its /tmp, /var/tmp, /dev/shm "
+        "and what it writes in its working copy, together.",
+    ).tag(config=True)
+    isolate_network = Bool(True, help="Put the kernel in a network namespace.").tag(config=True)
+    drop_privileges = Bool(True, help="When root, run the kernel as a fresh uid.").tag(config=True)
+    fork_server = Bool(
+        True,
+        help="Fork kernels from a server that imported `preload` once "
+        "(attncourse.sandbox.forkserver).",
+    ).tag(config=True)
+    preload = List(
+        Unicode(),
+        list(constants.PRELOAD),
+        help="Modules the fork server imports before forking kernels (never the course's "
+        "grading code: a kernel holds what the server imported).",
+    ).tag(config=True)
+    cgroup_parent = Unicode(
+        None,
+        allow_none=True,
+        help="Directory to make kernel cgroups in (None: where memory_cgroup_parent says; "
+        "tests point it elsewhere).",
+    )
+
+    sandbox_run = None
+
+    def use_run_dir(self, run: str | os.PathLike) -> None:
+        """Sockets and connection file live in ``run`` (reachable from inside the sandbox)."""
+        self.sandbox_run = str(run)
+        if self.enabled:
+            self.transport = "ipc"
+            self.ip = os.path.join(self.sandbox_run, "kernel")
+            self.connection_file = os.path.join(self.sandbox_run, "kernel.json")
+
+    def spec(self, work: str | os.PathLike) -> dict:
+        """What the launcher is to set up for a kernel whose working copy is ``work``."""
+        keep = {sys.prefix, sys.base_prefix, sys.exec_prefix, *map(str, kernel_files())}
+        cgroup = self._cgroup()
+        if "parent" in cgroup:
+            remove_cgroups(cgroup["parent"])  # those of kernels whose launcher was killed
+        return {
+            "run": self.sandbox_run,
+            "work": str(work),
+            "connection_file": self.connection_file,
+            "fork_server": fork_server(self.preload) if self.fork_server else None,
+            "keep": sorted(os.path.realpath(p) for p in keep),
+            "tmpfs_mb": self.tmpfs_mb,
+            "cgroup": cgroup,
+            "isolate_network": self.isolate_network,
+            "drop_privileges": self.drop_privileges,
+            "limits": {
+                # CUDA reserves far more address space than it uses: no RLIMIT_AS there.
+                "as": 0 if cuda_present() else self.memory_mb * 2**20,
+                "cpu": self.cpu_seconds,
+                "nproc": self.processes,
+                "fsize": self.file_size_mb * 2**20,
+            },
+        }
+
+    def _cgroup(self):
+        """The spec of the kernel's memory cgroup (where, its name, its limit), or the
+        reason there is none."""
+        if not self.cgroup_memory_mb:
+            return {"error": "cgroup_memory_mb is 0"}
+        try:
+            parent = self.cgroup_parent or memory_cgroup_parent()
+        except OSError as e:
+            return {"error": e.strerror or str(e)}
+        return {
+            "parent": parent,
+            "prefix": cgroup_prefix(self.sandbox_run),
+            "limit": self.cgroup_memory_mb * 2**20,
+        }
+
+    async def _async_cleanup_resources(self, restart=False):
+        """As jupyter_client's, and remove the kernel's cgroup (killing what is left in it)."""
+        await super()._async_cleanup_resources(restart=restart)
+        if self.enabled and self.sandbox_run is not None:
+            cgroup = self._cgroup()
+            if "parent" in cgroup:
+                remove_cgroups(cgroup["parent"], cgroup["prefix"])
+
+    cleanup_resources = _async_cleanup_resources
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if not self.enabled or self.sandbox_run is None:
+            return cmd
+        work = self._launch_args.get("cwd") or os.getcwd()
+        launcher = [
+            sys.executable,
+            "-m",
+            "attncourse.sandbox.launcher",
+            json.dumps(self.spec(work)),
+            "--",
+        ]
+        return launcher + cmd
+
+    def reap_strays(self) -> int:
+        """Kill every live process the kernel left behind (forks, daemons); return how many.
+
+        The sandbox's init and the kernel stay; everything else descending from
+        the launcher goes, so a fork bomb's children stop competing for the CPU
+        with the cells after it.
+        """
+        launcher = getattr(self.provisioner, "pid", None)
+        if not launcher:
+            return 0
+        try:  # the fork server's copy plays the launcher when there is one
+            launcher = int(Path(launcher_pid_file(self.sandbox_run)).read_text())
+        except (OSError, ValueError, TypeError):
+            pass
+        found = strays(launcher)
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return len(found)
+
+    def protections(self) -> dict:
+        """What the launcher of the current kernel actually got (see
+        :mod:`attncourse.sandbox.launcher`)."""
+        if not self.enabled or self.sandbox_run is None:
+            return {"sandbox": False}
+        path = Path(self.sandbox_run) / "protections.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return {"sandbox": False}
