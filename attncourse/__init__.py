@@ -1,5 +1,46 @@
 """Instructor-only package of the attention course: grading helpers, nbgrader plugins, CLI.
 
-Nothing here is shipped to students. Hidden tests run in the grader's process (the judge,
-:mod:`attncourse.judge`); a kernel sees only the sandbox launcher and fork server.
+Nothing here is shipped to students. Hidden tests run in the grader's process (the judge);
+a kernel sees only the sandbox's kernel side (``attncourse.sandbox.KERNEL_MODULES``).
+Imports point down this map, never up (``tests/test_structure.py``).
+
+Command line and commands
+    ``cli``           ``attncourse <command>``, which the Makefile calls
+    ``pipeline``      ``attncourse grade``: a class on a Dask cluster (the client)
+    ``worker``        what a Dask worker does for one student
+    ``cluster``       where grading runs: a local or a running Dask cluster
+    ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
+    ``demo``          ``make demo``: the whole workflow on bundled submissions
+    ``bench``         ``make bench``: seconds per submission, and where they go
+    ``feedback``      ``attncourse feedback``: nbgrader's feedback, then where it is
+    ``report``        ``attncourse report``: one HTML page about every graded assignment
+    ``formgrader``    ``make formgrader``: JupyterLab with formgrader on the course
+    ``workload``      ``attncourse workload``: minutes of grading by hand per student
+
+nbgrader plugins
+    ``preprocessors/``     the preprocessors, one per module (sanitize, run, feedback)
+    ``tolerantexporter``   an unreadable notebook is graded as empty, saying why
+    ``export``             ``nbgrader export``: grades.csv and a Canvas import file
+    ``exchange``           the exchange: publish, collect (plain files only), return
+    ``lms``                release zips and collection of an LMS's download
+
+The judge and the sandbox
+    ``judge/``        hidden tests computed in the grader's process, asking the kernel for data
+    ``checks``        the judge's comparisons and the run's secret inputs
+    ``rules``         source rules, read from the student's code
+    ``grading/``      each assignment's hidden checks (``CHECKS``), loaded by the judge only
+    ``sandbox/``      each kernel in a sandbox: its kernel side and the grader's kernel manager
+
+Course files and notebooks
+    ``course``        where the course lives, its config, how to call nbgrader
+    ``cells``         what a cell is (grade id, answer, test) and a notebook's run record
+    ``submissions``   submissions built from the release (solution, named mistakes)
+    ``gradebook``     scores read from a gradebook, one student's results written to it
+    ``plainfiles``    submissions are files: links and special files refused, never followed
+    ``markscheme``    the mark scheme of each written answer
+    ``safemarkdown``  Markdown rendered without script, for formgrader and feedback
+    ``integrity/``    the integrity scan of a submission's source, and ``attncourse scan``
+
+Names and defaults
+    ``constants``     every shared name, limit, budget and default, read from here
 """

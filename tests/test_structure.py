@@ -1,0 +1,301 @@
+"""The package's shape: imports point one way, the kernel side stays small, the config resolves.
+
+Read from the source with ``ast`` (nothing of the package runs but the imports the config
+and the judge's bootstrap make); no kernel starts.
+"""
+
+import ast
+import functools
+import importlib
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from traitlets.config import Configurable
+from traitlets.utils.importstring import import_item
+
+import attncourse
+from attncourse.cells import is_test_cell
+from attncourse.course import ROOT, assignments, course_config, notebook_path
+from attncourse.judge import verdict
+from attncourse.sandbox import KERNEL_MODULES
+
+PACKAGE = Path(attncourse.__file__).parent
+
+# Lowest first: a module may import its own layer and those below it, never one above.
+LAYERS = {
+    "names and defaults": ["attncourse", "attncourse.constants"],
+    "course files and notebooks": [
+        "attncourse.course",
+        "attncourse.cells",
+        "attncourse.submissions",
+        "attncourse.gradebook",
+        "attncourse.plainfiles",
+        "attncourse.markscheme",
+        "attncourse.safemarkdown",
+        "attncourse.integrity",
+    ],
+    "judge and sandbox": [
+        "attncourse.judge",
+        "attncourse.checks",
+        "attncourse.rules",
+        "attncourse.grading",
+        "attncourse.sandbox",
+    ],
+    "nbgrader plugins": [
+        "attncourse.preprocessors",
+        "attncourse.tolerantexporter",
+        "attncourse.export",
+        "attncourse.exchange",
+        "attncourse.lms",
+    ],
+    "commands": [
+        "attncourse.worker",
+        "attncourse.cluster",
+        "attncourse.pipeline",
+        "attncourse.autograde",
+        "attncourse.demo",
+        "attncourse.bench",
+        "attncourse.feedback",
+        "attncourse.report",
+        "attncourse.formgrader",
+        "attncourse.workload",
+    ],
+    "command line": ["attncourse.cli"],
+}
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+SOURCES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _ancestors(name):
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def imports_of(name):
+    """The package's modules that ``name`` imports, at module level or inside a function
+    (with the packages Python runs on the way)."""
+    path = SOURCES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            targets = [base]
+            targets += [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target in SOURCES:
+                found |= {target, *_ancestors(target)}
+    return found - {name}
+
+
+GRAPH = {name: imports_of(name) for name in SOURCES}
+
+
+def layer_of(name):
+    """The rank of the layer of the longest entry of LAYERS that is ``name`` or holds it."""
+    matches = [
+        (len(member), rank)
+        for rank, members in enumerate(LAYERS.values())
+        for member in members
+        if name == member or (member != "attncourse" and name.startswith(member + "."))
+    ]
+    return max(matches)[1] if matches else None
+
+
+def test_every_module_has_a_layer():
+    assert [name for name in SOURCES if layer_of(name) is None] == []
+
+
+def test_no_import_cycles():
+    """No module imports, directly or through others, a module that imports it back."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(name):  # Tarjan's strongly connected components
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        on_stack.add(name)
+        for other in sorted(GRAPH[name]):
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in on_stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == name:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for name in sorted(GRAPH):
+        if name not in index:
+            visit(name)
+    assert cycles == []
+
+
+def test_no_import_runs_back_up_a_layer():
+    upward = [
+        f"{name} ({list(LAYERS)[layer_of(name)]}) imports {other} ({list(LAYERS)[layer_of(other)]})"
+        for name, others in GRAPH.items()
+        for other in others
+        if layer_of(other) > layer_of(name)
+    ]
+    assert upward == []
+
+
+def test_the_kernel_side_imports_only_the_kernel_side():
+    assert set(KERNEL_MODULES) <= set(SOURCES), set(KERNEL_MODULES) - set(SOURCES)
+    reached, todo = set(), list(KERNEL_MODULES)
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += GRAPH[name]
+    assert reached == set(KERNEL_MODULES), reached - set(KERNEL_MODULES)
+
+
+def test_the_kernel_side_holds_nothing_of_the_grading_code():
+    grading = ("attncourse.grading", "attncourse.judge", "attncourse.checks", "attncourse.rules")
+    assert not [m for m in KERNEL_MODULES if m.startswith(grading)]
+    assert {"attncourse.sandbox.kernelmanager", "attncourse.sandbox.proctree"}.isdisjoint(
+        KERNEL_MODULES
+    )
+
+
+def test_packages_init_modules_import_nothing():
+    for name, path in SOURCES.items():
+        if path.name == "__init__.py":
+            tree = ast.parse(path.read_text())
+            assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], (
+                name
+            )
+
+
+def test_the_package_docstring_maps_every_module():
+    listed = set(re.findall(r"^ +``(\w+)/?``", attncourse.__doc__, re.MULTILINE))
+    top = {name.split(".")[1] for name in SOURCES if name != "attncourse"}
+    assert top - listed == set()
+    assert listed - top == set()
+
+
+def _python_files():
+    yield from SOURCES.values()
+    yield from sorted((ROOT / "tests").glob("*.py"))
+    yield from sorted((ROOT / "demo").glob("*.py"))
+    yield ROOT / "nbgrader_config.py"
+
+
+def _is_suppress(item):
+    call = item.context_expr
+    func = call.func if isinstance(call, ast.Call) else None
+    return getattr(func, "attr", getattr(func, "id", None)) == "suppress"
+
+
+def _imports_in(nodes):
+    for node in nodes:
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                yield inner
+            elif isinstance(inner, ast.Call):
+                func = inner.func
+                if getattr(func, "attr", getattr(func, "id", None)) in (
+                    "import_module",
+                    "__import__",
+                ):
+                    yield inner
+
+
+def test_no_import_is_wrapped_in_suppress():
+    """An import that fails must say so: none sits in a ``contextlib.suppress`` block."""
+    silenced = []
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.With) and any(map(_is_suppress, node.items)):
+                silenced += [f"{path.name}:{i.lineno}" for i in _imports_in(node.body)]
+    assert silenced == []
+
+
+# ------------------------------------------------------------------ nbgrader_config.py
+
+CONFIG = course_config(ROOT)
+DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _dotted_names():
+    return sorted({s for section in CONFIG.values() for s in _strings(section) if DOTTED.match(s)})
+
+
+@pytest.mark.parametrize("name", _dotted_names())
+def test_every_dotted_name_in_the_config_imports(name):
+    assert import_item(name) is not None
+
+
+def test_the_config_names_the_course_plugins():
+    names = _dotted_names()
+    assert len([n for n in names if n.startswith("attncourse.")]) >= 12, names
+
+
+@functools.cache
+def _configurables():
+    """Class name -> the configurable classes of that name nbgrader and the package define."""
+    for module in ("nbgrader.apps", "nbgrader.exchange", "nbconvert.exporters", *SOURCES):
+        importlib.import_module(module)
+    classes, todo = {}, [Configurable]
+    while todo:
+        cls = todo.pop()
+        classes.setdefault(cls.__name__, []).append(cls)
+        todo += cls.__subclasses__()
+    return classes
+
+
+@pytest.mark.parametrize("section", sorted(CONFIG))
+def test_every_setting_in_the_config_is_a_configurable_trait(section):
+    """A misspelled setting is silently ignored by traitlets: each must name a real one."""
+    candidates = _configurables().get(section, [])
+    assert candidates, f"no configurable class is called {section}"
+    for key in CONFIG[section]:
+        assert any(key in cls.class_trait_names(config=True) for cls in candidates), (section, key)
+
+
+# ------------------------------------------------------------------ the judge's bootstrap
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_the_judge_loads_every_assignments_checks(assignment):
+    """``verdict.checks_of`` (all the grader ever loads of ``attncourse.grading``) finds a
+    check for every test cell of the assignment."""
+    checks = verdict.checks_of(assignment)
+    cells = nbformat.read(notebook_path(ROOT, "source", assignment), as_version=4).cells
+    tests = {c.metadata.nbgrader["grade_id"] for c in cells if is_test_cell(c)}
+    assert tests <= set(checks)
+    assert all(callable(check) for check in checks.values())
