@@ -1,4 +1,4 @@
-"""The machinery of the case tables of assignments 2 and 3 (``cases_attention_*.py``).
+"""The machinery of the case tables (``cases_attention_*.py``).
 
 A :class:`Case` replaces answer cells of the instructor's solution and names the
 test cells that must then fail (none for a correct alternative). Cases run
