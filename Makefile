@@ -4,7 +4,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ASSIGNMENT ?= attention_variants
-WORKERS ?= $(shell nproc)
 # make bench: copies of each demo submission (8 x 4 students = 32 submissions, a small class)
 COPIES ?= 8
 # make bench: turns of the four configurations (each ratio compares runs of one turn)
@@ -45,8 +44,8 @@ format: venv
 release: venv  ## source/ -> release/ for every assignment
 	$(BIN)/attncourse release
 
-grade: venv  ## autograde every submission of ASSIGNMENT: WORKERS local workers, or SCHEDULER=tcp://HOST:8786
-	$(BIN)/attncourse grade $(ASSIGNMENT) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
+grade: venv  ## autograde every submission of ASSIGNMENT: WORKERS local workers (default: cores), or SCHEDULER=tcp://HOST:8786
+	$(BIN)/attncourse grade $(ASSIGNMENT) $(if $(WORKERS),--workers $(WORKERS)) $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
 feedback: venv  ## HTML feedback for ASSIGNMENT: test results and messages, no hidden tests
 	$(BIN)/attncourse feedback $(ASSIGNMENT)
