@@ -30,8 +30,8 @@ demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedb
 test: venv  ## the whole pytest suite
 	$(BIN)/python -m pytest -n auto --dist loadgroup
 
-test-fast: venv  ## the suite without the slow autograde runs
-	$(BIN)/python -m pytest -m "not slow and not browser"
+test-fast: venv  ## in parallel, no kernel started: no autograde run, sandbox or browser
+	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow and not browser and not kernel"
 
 lint: venv
 	$(BIN)/ruff check .

@@ -1,4 +1,5 @@
-"""Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; a Dask cluster."""
+"""Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; torch's threads
+shared out among parallel test workers; a Dask cluster."""
 
 import os
 import signal
@@ -9,10 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
+from attncourse.constants import threads_per_kernel
 from attncourse.course import venv_path
 
 os.environ["PATH"] = venv_path()
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    # The in-process case tables compute with torch in every worker: the cores are shared out
+    # as among grading workers, instead of each worker's thread pool contending for all of them.
+    torch.set_num_threads(threads_per_kernel(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 DASK = str(Path(sys.executable).with_name("dask"))
 

@@ -72,6 +72,7 @@ def _cgroups(km):
 
 
 @pytest.mark.slow  # this and the next: kernels pushed into the OOM killer, some 7 s
+@pytest.mark.kernel
 @pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "fresh"])
 def test_a_kernel_beyond_its_cgroup_is_killed_and_an_honest_one_computes(fork_server):
     with sandboxed_kernel(fork_server=fork_server, **SMALL) as (_, km, kc):
@@ -88,6 +89,7 @@ def test_a_kernel_beyond_its_cgroup_is_killed_and_an_honest_one_computes(fork_se
 
 
 @pytest.mark.slow
+@pytest.mark.kernel
 def test_the_pages_a_kernel_writes_to_tmpfs_count_against_its_cgroup():
     """600 MB written to /dev/shm (a scratch tmpfs made larger than the cgroup here) are
     memory of the kernel's cgroup: the kernel is killed at 400 MB."""
@@ -96,6 +98,7 @@ def test_the_pages_a_kernel_writes_to_tmpfs_count_against_its_cgroup():
         assert _outcome(km, kc, WRITE + "fill('/dev/shm', 'shm', 600)") == "died"
 
 
+@pytest.mark.kernel
 def test_scratch_is_one_bounded_tmpfs_and_nothing_reaches_the_graders_disk():
     token = secrets.token_hex(6)
     honest = "\n".join(
@@ -123,6 +126,7 @@ def test_scratch_is_one_bounded_tmpfs_and_nothing_reaches_the_graders_disk():
     assert outside == [], "the kernel's files reached the grader's disk"
 
 
+@pytest.mark.kernel
 def test_system_v_shared_memory_is_the_kernels_own_and_dies_with_it():
     key = secrets.randbelow(2**30) + 1
     code = (
@@ -143,6 +147,7 @@ def _shm_keys():
     return {int(line.split()[0]) for line in lines}
 
 
+@pytest.mark.kernel
 def test_where_no_cgroup_can_be_made_the_kernel_starts_and_says_why():
     with sandboxed_kernel(cgroup_parent="/sys/kernel") as (_, km, kc):  # no cgroups there
         reply, text = kernel_output(kc, "print(6 * 7)")
@@ -153,6 +158,7 @@ def test_where_no_cgroup_can_be_made_the_kernel_starts_and_says_why():
 
 
 @pytest.mark.slow
+@pytest.mark.kernel
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 def test_on_a_gpu_grader_the_cgroup_limits_a_kernel_that_uses_cuda():

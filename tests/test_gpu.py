@@ -47,6 +47,7 @@ def matmul(a, b):
 """
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "fresh"])
 def test_a_sandboxed_kernel_computes_on_the_gpu_without_an_address_space_limit(fork_server):
     """A kernel forked from the fork server can still initialise CUDA (nothing the server
@@ -90,6 +91,7 @@ def kernel_execute(kc):
     return execute
 
 
+@pytest.mark.kernel
 def test_the_judge_round_trips_cuda_tensors_through_a_sandboxed_kernel():
     with sandboxed_kernel(fork_server=True) as (_, _km, kc):
         execute = kernel_execute(kc)

@@ -23,7 +23,7 @@ from test_nonroot import _reachable
 
 from attncourse.course import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("nonroot")]
+pytestmark = [pytest.mark.slow, pytest.mark.kernel, pytest.mark.xdist_group("nonroot")]
 
 # Not 65534: a new user namespace shows every id as 65534 until its maps are written.
 GRADER = 4242

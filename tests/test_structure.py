@@ -20,6 +20,8 @@ from attncourse.cells import is_test_cell
 from attncourse.course import ROOT, assignments, course_config, notebook_path
 from attncourse.judge import verdict
 from attncourse.sandbox import KERNEL_MODULES
+from attncourse.sandbox.forkserver import kernel_safe
+from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
 PACKAGE = Path(attncourse.__file__).parent
 
@@ -179,6 +181,12 @@ def test_the_kernel_side_holds_nothing_of_the_grading_code():
     assert {"attncourse.sandbox.kernelmanager", "attncourse.sandbox.proctree"}.isdisjoint(
         KERNEL_MODULES
     )
+
+
+def test_the_fork_server_never_preloads_grading_code():
+    assert all(kernel_safe(name) for name in SandboxKernelManager().preload)
+    for name in ["attncourse.checks", "attncourse.grading.attention_variants", "attncourse.judge"]:
+        assert not kernel_safe(name), name
 
 
 def test_packages_init_modules_import_nothing():
