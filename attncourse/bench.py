@@ -327,8 +327,13 @@ def ratio_lines(walls, workers, threads, cores, submissions=1, notebooks=1):
 
 
 def run_bench(
-    assignment="attention_variants", copies=8, workers=None, rounds=2, dest=None, course=ROOT
-):
+    assignment: str = "attention_variants",
+    copies: int = 8,
+    workers: int | None = None,
+    rounds: int = 2,
+    dest: str | os.PathLike | None = None,
+    course: str | os.PathLike = ROOT,
+) -> int:
     """Grade the copies with each configuration, ``rounds`` times interleaved; print seconds
     per submission, the ratios and where the time goes. Exit 1 if the pipeline's runs disagree.
 

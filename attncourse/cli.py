@@ -12,7 +12,7 @@ from attncourse.constants import DEMO
 from attncourse.course import assignments, nbgrader
 
 
-def cmd_release(args):
+def cmd_release(args: argparse.Namespace) -> int:
     """Build release/ from source/ (generate_assignment) and publish it to the exchange."""
     from attncourse.exchange import publish
 
@@ -22,14 +22,14 @@ def cmd_release(args):
     return 0
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     """Release, autograde the bundled demo submissions, feedback, export; print where results are."""
     from attncourse.demo import run_demo
 
     return run_demo(args.dir or args.course / DEMO, args.course)
 
 
-def cmd_grade(args):
+def cmd_grade(args: argparse.Namespace) -> int:
     """Autograde every submission of one assignment in parallel, sandboxed; print a summary."""
     from attncourse.pipeline import grade
 
@@ -44,7 +44,7 @@ def cmd_grade(args):
     return status
 
 
-def cmd_bench(args):
+def cmd_bench(args: argparse.Namespace) -> int:
     """Time stock nbgrader autograde against this pipeline at 1 and N workers."""
     from attncourse.bench import run_bench
 
@@ -58,21 +58,21 @@ def cmd_bench(args):
     )
 
 
-def cmd_feedback(args):
+def cmd_feedback(args: argparse.Namespace) -> int:
     """Generate feedback (test results and messages, no hidden tests) for one assignment."""
     from attncourse.feedback import generate_feedback
 
     return generate_feedback(args.course, args.assignment)
 
 
-def cmd_export(args):
+def cmd_export(args: argparse.Namespace) -> int:
     """Export grades to grades.csv (nbgrader's) and canvas_grades.csv (Canvas import)."""
     from attncourse.export import export_grades
 
     return export_grades(args.course, roster=args.roster)
 
 
-def cmd_report(args):
+def cmd_report(args: argparse.Namespace) -> int:
     """Write the HTML grading report (scores, failing tests, integrity, timing)."""
     from attncourse.report import build_report
 
@@ -80,7 +80,7 @@ def cmd_report(args):
     return 0
 
 
-def cmd_scan(args):
+def cmd_scan(args: argparse.Namespace) -> int:
     """Scan the submitted notebooks of one assignment for tampering, without running them."""
     from attncourse.integrity.command import print_findings, scan_submissions
 
@@ -88,21 +88,21 @@ def cmd_scan(args):
     return 0
 
 
-def cmd_collect(args):
+def cmd_collect(args: argparse.Namespace) -> int:
     """Collect the students' submissions of one assignment from the exchange."""
     from attncourse.exchange import collect
 
     return collect(args.assignment, args.course).returncode
 
 
-def cmd_return_feedback(args):
+def cmd_return_feedback(args: argparse.Namespace) -> int:
     """Put the generated feedback of one assignment in the exchange for students to fetch."""
     from attncourse.exchange import return_feedback
 
     return return_feedback(args.assignment, args.course).returncode
 
 
-def cmd_collect_lms(args):
+def cmd_collect_lms(args: argparse.Namespace) -> int:
     """Collect a Canvas or Moodle download (zip) into submitted/ and report what did not match."""
     from attncourse.lms import collect_lms, report
 
@@ -114,7 +114,7 @@ def cmd_collect_lms(args):
     return 0 if any(e.reason is None for e in entries.values()) else 1
 
 
-def cmd_release_zip(args):
+def cmd_release_zip(args: argparse.Namespace) -> int:
     """Write dist/<assignment>.zip with exactly what release/<assignment>/ holds."""
     from attncourse.lms import release_zip
 
@@ -123,14 +123,14 @@ def cmd_release_zip(args):
     return 0
 
 
-def cmd_formgrader(args):
+def cmd_formgrader(args: argparse.Namespace) -> int:
     """Start JupyterLab with formgrader on the course (127.0.0.1, fresh token)."""
     from attncourse.formgrader import serve
 
     return serve(course=args.course, port=args.port)
 
 
-def cmd_workload(args):
+def cmd_workload(args: argparse.Namespace) -> int:
     """Print how long grading the written answers by hand takes per student."""
     from attncourse.workload import workload_table
 
@@ -138,7 +138,7 @@ def cmd_workload(args):
     return 0
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attncourse", description=__doc__)
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
@@ -232,6 +232,6 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     sys.exit(args.func(args))

@@ -8,6 +8,7 @@ untouched release); ``dan`` additionally hands in a damaged notebook file.
 """
 
 import importlib.util
+import os
 from pathlib import Path
 
 import nbformat
@@ -49,7 +50,7 @@ def write_demo_submissions(course, assignment, root=ROOT):
     return sorted([*students, BROKEN_STUDENT])
 
 
-def run_demo(demo_dir, root=ROOT):
+def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int:
     """Release, autograde in parallel, feedback, export and report on a demo course made
     in ``demo_dir`` from the course at ``root``."""
     from attncourse.feedback import generate_feedback

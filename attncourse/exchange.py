@@ -15,6 +15,8 @@ formgrader could not show as plain text (its page writes the id into HTML unesca
 
 import os
 import re
+import subprocess
+from logging import Logger
 
 from nbgrader.exchange.default import ExchangeCollect
 from nbgrader.utils import ignore_patterns
@@ -34,7 +36,7 @@ class PlainFilesCollect(ExchangeCollect):
     student id is not a plain id (:data:`STUDENT_ID`).
     """
 
-    def init_src(self):
+    def init_src(self) -> None:
         super().init_src()
         kept = []
         for record in self.src_records:
@@ -49,7 +51,7 @@ class PlainFilesCollect(ExchangeCollect):
                 )
         self.src_records = kept
 
-    def do_copy(self, src, dest, log=None):
+    def do_copy(self, src: str, dest: str, log: Logger | None = None) -> None:
         size = self.get_size(src)  # nbgrader's check: links are not counted, nothing is read
         if size > 1000 * self.coursedir.max_dir_size:
             raise RuntimeError(
@@ -84,16 +86,18 @@ class PlainFilesCollect(ExchangeCollect):
                     self.log.warning("Could not make %s groupshared", path)
 
 
-def publish(assignment, course=ROOT):
+def publish(assignment: str, course: str | os.PathLike = ROOT) -> subprocess.CompletedProcess:
     """Copy ``release/<assignment>`` to the exchange, replacing an earlier release of it."""
     return nbgrader("release_assignment", assignment, "--force", cwd=course)
 
 
-def collect(assignment, course=ROOT):
+def collect(assignment: str, course: str | os.PathLike = ROOT) -> subprocess.CompletedProcess:
     """Copy every student's newest submission from the exchange into ``submitted/``."""
     return nbgrader("collect", assignment, "--update", cwd=course)
 
 
-def return_feedback(assignment, course=ROOT):
+def return_feedback(
+    assignment: str, course: str | os.PathLike = ROOT
+) -> subprocess.CompletedProcess:
     """Put the generated HTML feedback of ``assignment`` where students fetch it."""
     return nbgrader("release_feedback", assignment, cwd=course)

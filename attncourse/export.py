@@ -24,10 +24,11 @@ listed in the log; Canvas cannot match them.
 """
 
 import csv
+import os
 import re
 from pathlib import Path
 
-from nbgrader.api import MissingEntry
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 from traitlets import Dict, Unicode
 
@@ -106,7 +107,7 @@ class CourseExport(CsvExportPlugin):
         {}, help="nbgrader assignment id -> Canvas column, e.g. 'Attention variants (1234)'"
     ).tag(config=True)
 
-    def export(self, gradebook):
+    def export(self, gradebook: Gradebook) -> None:
         super().export(gradebook)
         roster, columns = read_roster(self.roster, self.roster_key) if self.roster else ({}, [])
         wanted = {str(a) for a in self.assignment}
@@ -128,7 +129,7 @@ class CourseExport(CsvExportPlugin):
             )
 
 
-def export_grades(course_dir, roster=None):
+def export_grades(course_dir: str | os.PathLike, roster: str | None = None) -> int:
     """``nbgrader export`` (this plugin) in ``course_dir``; print the files written."""
     args = [f"--CourseExport.roster={Path(roster).resolve()}"] if roster else []
     result = nbgrader("export", *args, cwd=course_dir, check=False)

@@ -5,13 +5,14 @@ is decided by :mod:`attncourse.preprocessors.hidehiddentests`, registered in
 ``nbgrader_config.py``.
 """
 
+import os
 from pathlib import Path
 
 from attncourse.constants import FEEDBACK
 from attncourse.course import nbgrader
 
 
-def generate_feedback(course_dir, assignment, quiet=False):
+def generate_feedback(course_dir: str | os.PathLike, assignment: str, quiet: bool = False) -> int:
     """``nbgrader generate_feedback`` for every graded submission; print where the files are."""
     result = nbgrader(
         "generate_feedback", assignment, "--force", cwd=course_dir, check=False, quiet=quiet

@@ -55,7 +55,7 @@ def urls(port, token):
     return {"lab": f"{base}/lab?token={token}", "formgrader": f"{base}/formgrader?token={token}"}
 
 
-def serve(course=ROOT, port=8888, token=None):
+def serve(course: str | os.PathLike = ROOT, port: int = 8888, token: str | None = None) -> None:
     """Replace this process by JupyterLab on the course (Ctrl-C stops it); print where formgrader is."""
     token = token or secrets.token_hex(24)
     links = urls(port, token)

@@ -308,7 +308,7 @@ class LmsCollector(FileNameCollectorPlugin):
         self._root = Path(extracted)
         return plan(extracted, notebooks, roster)
 
-    def collect(self, submitted_file):
+    def collect(self, submitted_file: str) -> dict | None:
         if self._entries is None:
             self._entries = self._plan()
         entry = self._entries.get(Path(submitted_file).relative_to(self._root).as_posix())
@@ -318,7 +318,13 @@ class LmsCollector(FileNameCollectorPlugin):
         return {"student_id": entry.student_id, "file_id": entry.notebook + ".ipynb"}
 
 
-def collect_lms(zip_path, assignment, course=ROOT, roster=None, roster_columns=None):
+def collect_lms(
+    zip_path: str | os.PathLike,
+    assignment: str,
+    course: str | os.PathLike = ROOT,
+    roster: str | os.PathLike | None = None,
+    roster_columns: list[str] | None = None,
+) -> tuple[dict, dict | None]:
     """Collect an LMS download into ``submitted/`` with nbgrader zip_collect; return the plan.
 
     ``roster_columns`` is ``(lms_column, student_column)`` when the roster CSV does
@@ -345,7 +351,7 @@ def collect_lms(zip_path, assignment, course=ROOT, roster=None, roster_columns=N
     return entries, table
 
 
-def report(entries, roster=None):
+def report(entries: dict, roster: dict | None = None) -> list[str]:
     """Lines telling the instructor what was collected, what was not and why, who is missing."""
     collected = [e for e in entries.values() if e.reason is None]
     skipped = [e for e in entries.values() if e.reason]
@@ -372,7 +378,9 @@ def report(entries, roster=None):
     return lines
 
 
-def release_zip(assignment, course=ROOT, dest=None):
+def release_zip(
+    assignment: str, course: str | os.PathLike = ROOT, dest: str | os.PathLike | None = None
+) -> Path:
     """``dist/<assignment>.zip``: what ``release/<assignment>/`` holds, under ``<assignment>/``.
 
     Skips what nbgrader's exchange would skip (``CourseDirectory.ignore``:

@@ -25,12 +25,14 @@ as far as they can be).
 """
 
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TextIO
 
 from tqdm import tqdm
 
@@ -148,17 +150,17 @@ def protections_of(record):
 
 
 def grade(
-    assignment,
-    workers=None,
-    course=".",
-    db_url=None,
-    students=None,
-    nbgrader_args=(),
-    progress=True,
-    out=sys.stdout,
-    threads=None,
-    scheduler=None,
-):
+    assignment: str,
+    workers: int | None = None,
+    course: str | os.PathLike = ".",
+    db_url: str | None = None,
+    students: list[str] | None = None,
+    nbgrader_args: tuple[str, ...] = (),
+    progress: bool = True,
+    out: TextIO = sys.stdout,
+    threads: int | None = None,
+    scheduler: str | None = None,
+) -> tuple[int, dict]:
     """Autograde every submitted student of ``assignment``; return (exit status, results).
 
     ``scheduler``: address of a running Dask scheduler (default: ``c.CourseGrading.scheduler``,

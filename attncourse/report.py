@@ -24,6 +24,7 @@ import base64
 import html
 import io
 import json
+import os
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -322,7 +323,7 @@ def render(reports, title="Attention course: grading report"):
     )
 
 
-def build_report(course_dir, out=None):
+def build_report(course_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
     """Write the report of ``course_dir`` to ``out`` (default ``reports/index.html``); return it."""
     out = Path(out) if out else Path(course_dir) / REPORTS / "index.html"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 It reads the course's gradebook, so the assignment must have been released; nothing runs.
 """
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -13,7 +14,9 @@ from attncourse.integrity.coursenotebook import course_notebook
 from attncourse.integrity.findings import Finding, scan_notebook
 
 
-def scan_submissions(course_dir, assignment, students=None):
+def scan_submissions(
+    course_dir: str | os.PathLike, assignment: str, students: list[str] | None = None
+) -> dict[str, dict[str, list[Finding]]]:
     """student -> notebook -> findings for the submitted notebooks of ``assignment`` (for the CLI).
 
     Uses the course's gradebook, so the assignment must have been released.
@@ -42,7 +45,7 @@ def scan_submissions(course_dir, assignment, students=None):
     return out
 
 
-def print_findings(results):
+def print_findings(results: dict[str, dict[str, list[Finding]]]) -> int:
     """Print ``scan_submissions``'s result; return the number of findings."""
     count = 0
     for student, notebooks in results.items():

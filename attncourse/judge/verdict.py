@@ -8,27 +8,29 @@ judge's verdict. Only the judge writes a test cell's outputs.
 import importlib
 import logging
 import secrets
+from collections.abc import Callable
 
 import nbformat
+from nbformat.notebooknode import NotebookNode
 
 from attncourse import checks
-from attncourse.judge.remote import KernelFault, StudentRaised
+from attncourse.judge.remote import KernelFault, StudentNamespace, StudentRaised
 
 log = logging.getLogger(__name__)
 
 
-def checks_of(assignment, module=None):
+def checks_of(assignment: str, module: str | None = None) -> dict[str, Callable]:
     """grade_id -> check function of ``assignment``: ``CHECKS`` of ``module``, by default
     ``attncourse.grading.<assignment>`` (an assignment's grading module is found by its name)."""
     return importlib.import_module(module or f"attncourse.grading.{assignment}").CHECKS
 
 
-def new_secret():
+def new_secret() -> str:
     """A fresh per-run secret: every hidden input is drawn from it, nothing precomputed matches."""
     return secrets.token_hex(16)
 
 
-def run_check(check, ns, secret):
+def run_check(check: Callable, ns: StudentNamespace, secret: str) -> str | None:
     """None when ``check(ns)`` passes, else the failure message (expected, got, likely cause)."""
     try:
         with checks.secret_scope(secret):
@@ -53,7 +55,7 @@ def run_check(check, ns, secret):
     return None
 
 
-def outputs(message):
+def outputs(message: str | None) -> list[NotebookNode]:
     """nbformat outputs for a verdict: nothing for a pass, one GradingError for a failure."""
     if message is None:
         return [
