@@ -42,6 +42,8 @@ c.CourseGrading.scheduler = ""
 # Each kernel runs sandboxed (ResilientExecute always starts it with
 # attncourse.sandbox.kernelmanager.SandboxKernelManager): hidden course tree, no network, these
 # limits (0 turns a limit off; defaults: attncourse.constants).
+# Off only where the platform cannot sandbox at all: kernels would then see the whole course.
+c.SandboxKernelManager.enabled = True
 # Address space of the kernel (MiB); not applied on a GPU grader, where CUDA reserves far more.
 c.SandboxKernelManager.memory_mb = 3072
 # CPU seconds of one kernel.

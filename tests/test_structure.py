@@ -295,6 +295,12 @@ def test_every_setting_in_the_config_is_a_configurable_trait(section):
         assert any(key in cls.class_trait_names(config=True) for cls in candidates), (section, key)
 
 
+def test_every_sandbox_setting_is_set_in_the_config():
+    """An instructor finds every limit of a kernel in nbgrader_config.py, with its comment."""
+    own = SandboxKernelManager.class_own_traits(config=True)
+    assert set(own) - set(CONFIG.SandboxKernelManager) == set()
+
+
 # ------------------------------------------------------------------ the judge's bootstrap
 
 
