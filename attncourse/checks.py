@@ -218,3 +218,35 @@ def shape_mistake(shape, candidates):
         if tuple(wrong) == shape:
             return name
     return None
+
+
+# ------------------------------------------------------ the student's objects in the kernel
+
+
+def randn(gen, *shape, scale=1.0):
+    """Normal float64 draws of ``shape`` from a check's generator, times ``scale``."""
+    return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+
+
+def method(obj, name, what, expected="an object"):
+    """The kernel-side bound method ``obj.name`` (a handle), or a failure naming what is missing."""
+    found = None
+    if isinstance(obj, Remote):
+        try:
+            found = obj.attr(name)
+        except AttributeError:
+            found = None
+    if not isinstance(found, Remote):
+        fail(f"{what}: expected {expected} with a .{name}() method", f".{name}()", describe(obj))
+    return found
+
+
+def submodule(model, name):
+    """The kernel's ``model.<name>`` (a handle, data, or None when it has none)."""
+    return getattr(model, name, None) if isinstance(model, Remote) else None
+
+
+def layer_weight(found):
+    """``found.weight`` as data (a plain tensor), or None when the layer has no plain weight."""
+    weight = getattr(found, "weight", None) if isinstance(found, Remote) else None
+    return weight if type(weight) is torch.Tensor else None

@@ -28,9 +28,13 @@ from attncourse.checks import (
     check_close,
     describe,
     fail,
+    layer_weight,
+    method,
+    randn,
     rel_error,
     rng_for,
     shape_mistake,
+    submodule,
     tensor,
 )
 from attncourse.judge.remote import Remote
@@ -153,13 +157,9 @@ def _gen(test_id):
     return checks.generator(test_id)
 
 
-def _randn(gen, *shape, scale=1.0):
-    return torch.randn(*shape, generator=gen, dtype=F64) * scale
-
-
 def _weights(gen, rows, cols):
     """A well-conditioned weight matrix: entries ~ N(0, 1/cols)."""
-    return _randn(gen, rows, cols, scale=1.0 / math.sqrt(cols))
+    return randn(gen, rows, cols, scale=1.0 / math.sqrt(cols))
 
 
 def _check_shape(what, got, expected, mistakes=None):
@@ -189,39 +189,15 @@ def _int_answer(value, what):
     fail(f"{what}: expected an integer", "an int", describe(value))
 
 
-def _method(obj, name, what):
-    """The kernel-side bound method ``obj.name`` (a handle), or a failure naming what is missing."""
-    method = None
-    if isinstance(obj, Remote):
-        try:
-            method = obj.attr(name)
-        except AttributeError:
-            method = None
-    if not isinstance(method, Remote):
-        fail(f"{what}: expected an object with a .{name}() method", f".{name}()", describe(obj))
-    return method
-
-
 def _to_grading(ns, model, what):
     """``model.to(device).double()`` in the kernel: the model in float64 on the grading device."""
-    moved = call(_method(model, "to", what), (ns.device,), f"{what}.to(device)")
-    return call(_method(moved, "double", what), (), f"{what}.double()")
+    moved = call(method(model, "to", what), (ns.device,), f"{what}.to(device)")
+    return call(method(moved, "double", what), (), f"{what}.double()")
 
 
 def _forward(ns, model, x, y, what):
     """``model(x, y)`` in the kernel without autograd, x and y sent to the grading device."""
     return call(model, (ns.on_device(x), ns.on_device(y)), what, no_grad=True)
-
-
-def _layer(model, name):
-    """The kernel's ``model.<name>`` (a handle, data, or None when it has none)."""
-    return getattr(model, name, None) if isinstance(model, Remote) else None
-
-
-def _layer_weight(layer):
-    """``layer.weight`` as data (a plain tensor), or None when the layer has no plain weight."""
-    weight = getattr(layer, "weight", None) if isinstance(layer, Remote) else None
-    return weight if type(weight) is torch.Tensor else None
 
 
 # --------------------------------------------------------------- Parts 1, 2 and 4: shapes
@@ -316,12 +292,12 @@ def check_projections(ns):
     gen = _gen("p2_projections")
     for trial in range(SHAPE_TRIALS):
         D_1, D_2, D_qk, D_v, H = _dims(f"p2_projections/{trial}", SHAPE_NAMES).values()
-        x = _randn(gen, D_1)
-        y = _randn(gen, D_2)
+        x = randn(gen, D_1)
+        y = randn(gen, D_2)
         for name, W, inp, arg in (
-            ("query_vector", _randn(gen, H * D_qk, D_1), x, "x"),
-            ("key_vector", _randn(gen, H * D_qk, D_2), y, "y"),
-            ("value_vector", _randn(gen, H * D_v, D_2), y, "y"),
+            ("query_vector", randn(gen, H * D_qk, D_1), x, "x"),
+            ("key_vector", randn(gen, H * D_qk, D_2), y, "y"),
+            ("value_vector", randn(gen, H * D_v, D_2), y, "y"),
         ):
             got = call(
                 funcs[name],
@@ -339,7 +315,7 @@ def check_projections(ns):
 def _softmax_argument_inputs(trial):
     D_qk, L_2 = _dims(f"p3_softmax_argument/{trial}", ["D_qk", "L_2"], low=3).values()
     gen = _gen(f"p3_softmax_argument/{trial}")
-    return _randn(gen, D_qk), _randn(gen, L_2, D_qk), D_qk, L_2
+    return randn(gen, D_qk), randn(gen, L_2, D_qk), D_qk, L_2
 
 
 def check_softmax_argument_shape(ns):
@@ -518,8 +494,8 @@ def _attention_mistakes(args, H, G, D_qk, D_v):
 
 def _set_linear(model, name, weight, part):
     """Load ``weight`` into the student's ``model.<name>`` in the kernel (bias zeroed if any)."""
-    layer = _layer(model, name)
-    current = _layer_weight(layer)
+    layer = submodule(model, name)
+    current = layer_weight(layer)
     if current is None:
         fail(
             f"{part}: the model has no linear layer `{name}` with a `.weight`",
@@ -539,10 +515,10 @@ def _set_linear(model, name, weight, part):
         )
     loading = f"{part}: loading the test's weights into `{name}.weight`"
     handle = layer.attr("weight", ref=True)
-    call(_method(handle, "copy_", loading), (weight,), loading, no_grad=True, ref=True)
+    call(method(handle, "copy_", loading), (weight,), loading, no_grad=True, ref=True)
     if getattr(layer, "bias", None) is not None:  # a bias costs the attribute test only
         handle = layer.attr("bias", ref=True)
-        call(_method(handle, "zero_", loading), (), loading, no_grad=True, ref=True)
+        call(method(handle, "zero_", loading), (), loading, no_grad=True, ref=True)
 
 
 def _linear_shapes(spec):
@@ -568,8 +544,8 @@ def _check_values(ns, name, spec, part, ctor_args, test_id, trials=2):
         for layer, weight in weights.items():
             _set_linear(model, layer, weight, part)
         B, L_1, L_2 = _dims(f"{test_id}/BL{trial}", ["B", "L_1", "L_2"], low=16).values()
-        x = _randn(gen, B, L_1, spec["D_1"])
-        y = _randn(gen, B, L_2, spec["D_2"])
+        x = randn(gen, B, L_1, spec["D_1"])
+        y = randn(gen, B, L_2, spec["D_2"])
         got = _forward(ns, model, x, y, f"{name}.forward(x, y)")
         args = (x, y, *weights.values())
         ref = reference_attention(*args, H, G)
@@ -620,10 +596,10 @@ def _check_model_attributes(ns, name, attrs, spec, part, ctor_args):
             )
     H, G = spec["H"], spec["G"]
     for layer_name, shape in _linear_shapes(spec).items():
-        layer = _layer(model, layer_name)
+        layer = submodule(model, layer_name)
         if not (isinstance(layer, Remote) and layer.is_a("linear")):
             fail(f"{part}: `{layer_name}` must be an nn.Linear", "nn.Linear", describe(layer))
-        weight = _layer_weight(layer)
+        weight = layer_weight(layer)
         if weight is None:
             fail(f"{part}: `{layer_name}.weight` must be a plain tensor", "a Parameter", "none")
         rows, cols = shape
@@ -641,8 +617,8 @@ def _check_model_attributes(ns, name, attrs, spec, part, ctor_args):
     B, L_1, L_2 = _dims(f"{part}/BL", ["B", "L_1", "L_2"], low=16).values()
     model = _to_grading(ns, model, f"{part}: {name}{ctor_args}")
     gen = _gen(f"{part}/shape")
-    x = _randn(gen, B, L_1, spec["D_1"])
-    y = _randn(gen, B, L_2, spec["D_2"])
+    x = randn(gen, B, L_1, spec["D_1"])
+    y = randn(gen, B, L_2, spec["D_2"])
     out = tensor(_forward(ns, model, x, y, f"{name}.forward(x, y)"), "forward")
     _check_shape(f"{part}: output of forward(x, y)", tuple(out.shape), (B, L_1, spec["D_1"]))
 
@@ -755,8 +731,8 @@ def check_mha_as_gqa(ns):
     weights = {n: _weights(gen, *s) for n, s in _linear_shapes(spec).items()}
     for name, weight in weights.items():
         _set_linear(model, name, weight, "Part 8")
-    x = _randn(gen, 3, 7, spec["D_1"])
-    y = _randn(gen, 3, 11, spec["D_2"])
+    x = randn(gen, 3, 7, spec["D_1"])
+    y = randn(gen, 3, 11, spec["D_2"])
     got = _forward(ns, model, x, y, "MyGQA.forward(x, y)")
     ref = reference_attention(x, y, *weights.values(), spec["H"], spec["H"])
     check_close(
@@ -1128,7 +1104,7 @@ def _experiment_model(ns, cls, name, size, H):
             "D_qk, D_v, H = " + ", ".join(repr(v)[:20] for v in sizes),
         )
     for layer_name in LAYERS:
-        layer = _layer(model, layer_name)
+        layer = submodule(model, layer_name)
         bias = getattr(layer, "bias", None) if isinstance(layer, Remote) else None
         if bias is not None and not (type(bias) is torch.Tensor and not bool(bias.any())):
             fail(
@@ -1142,8 +1118,8 @@ def _experiment_model(ns, cls, name, size, H):
 
 def _weight(model, layer_name, name):
     """``model.<layer_name>.weight`` as float64 data."""
-    layer = _layer(model, layer_name)
-    weight = _layer_weight(layer)
+    layer = submodule(model, layer_name)
+    weight = layer_weight(layer)
     if weight is None:
         fail(
             f"Part 13: `{name}.{layer_name}` has no `.weight` tensor",
@@ -1218,7 +1194,7 @@ def _check_reduced_weights(model_r, w, H):
             f"({H}*r, D); W_Q is W_Q_MLA_hat ({H}*r, D) and W_O is W_O_MLA_hat (D, {H}*r)",
         )
     gen = _gen("p13_experiment/probes")
-    P, R = _randn(gen, D, EXPERIMENT_PROBES), _randn(gen, D, EXPERIMENT_PROBES)
+    P, R = randn(gen, D, EXPERIMENT_PROBES), randn(gen, D, EXPERIMENT_PROBES)
     latent_R = w["W_DKV"] @ R  # (r, k)
 
     def per_head(m, size):  # (H*size, k) -> (H, size, k)

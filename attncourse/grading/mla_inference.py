@@ -36,8 +36,12 @@ from attncourse.checks import (
     describe,
     fail,
     generator,
+    layer_weight,
+    method,
+    randn,
     rel_error,
     rng_for,
+    submodule,
     tensor,
 )
 from attncourse.judge.remote import Remote
@@ -121,27 +125,10 @@ def _close(what, got, ref, tol, mistakes=None, shape_cause=None):
     return check_close(what, got_t, ref_t, tol, mistakes, shape_cause)
 
 
-def _randn(gen, *shape, scale=1.0):
-    return torch.randn(*shape, generator=gen, dtype=F64) * scale
-
-
 def _pair(value, what, names):
     if type(value) not in (tuple, list) or len(value) != 2:
         fail(f"{what}: return a pair {names}", "a tuple of two tensors", describe(value))
     return value
-
-
-def _method(obj, name, what):
-    """The kernel-side bound method ``obj.name`` (a handle), or a failure naming what is missing."""
-    method = None
-    if isinstance(obj, Remote):
-        try:
-            method = obj.attr(name)
-        except AttributeError:
-            method = None
-    if not isinstance(method, Remote):
-        fail(f"{what}: expected an nn.Module", f"an object with a .{name}() method", describe(obj))
-    return method
 
 
 # ================================================================= RoPE, written block by block
@@ -217,7 +204,7 @@ def _student_rotation(ns):
     if not isinstance(fn, Remote):
         return None
     gen = generator("mla/rope-probe")
-    x = _randn(gen, 5, 6)
+    x = randn(gen, 5, 6)
     positions = torch.tensor([0, 3, 1, 250, 17])
     try:
         got = tensor(call(fn, (x, positions), "rope (probe)"), "rope (probe)")
@@ -277,7 +264,7 @@ def check_rope(ns):
         d = 2 * rng.randint(2, 6)
         base = BASE if k == 0 else rng.choice([500.0, 2048.0, 50000.0])
         gen = generator(f"p1_rope/{k}")
-        x = _randn(gen, *lead, d)
+        x = randn(gen, *lead, d)
         if kind == "scalar":
             positions = torch.tensor(rng.randint(1000, 4000))
         else:
@@ -322,7 +309,7 @@ def check_merged_score_matrix(ns):
         D, r = rng.sample([v for v in range(3, 14) if v != d_h], 2)
         t, s = rng.sample(range(1, 400), 2)
         gen = generator(f"p1_merged/{trial}")
-        W_Q_h, W_UK_h = _randn(gen, d_h, D), _randn(gen, d_h, r)
+        W_Q_h, W_UK_h = randn(gen, d_h, D), randn(gen, d_h, r)
         what = f"{part}: merged_score_matrix for d_h = {d_h}, D = {D}, r = {r}, t = {t}, s = {s}"
         got = call(fn, (W_Q_h, W_UK_h, t, s), what)
 
@@ -393,16 +380,7 @@ def _shapes(dims):
 def _weights(test_id, dims):
     """The test's weights: entries N(0, 1/fan_in), so every score is of order one."""
     gen = generator(f"{test_id}/weights")
-    return {n: _randn(gen, *s, scale=1 / math.sqrt(s[1])) for n, s in _shapes(dims).items()}
-
-
-def _layer(model, name):
-    return getattr(model, name, None) if isinstance(model, Remote) else None
-
-
-def _layer_weight(layer):
-    weight = getattr(layer, "weight", None) if isinstance(layer, Remote) else None
-    return weight if type(weight) is torch.Tensor else None
+    return {n: randn(gen, *s, scale=1 / math.sqrt(s[1])) for n, s in _shapes(dims).items()}
 
 
 def _build(ns, part, dims):
@@ -415,8 +393,8 @@ def _build(ns, part, dims):
 
 def _set_linear(model, name, weight, part):
     """Load ``weight`` into ``model.<name>`` in the kernel (a bias, if any, is zeroed)."""
-    layer = _layer(model, name)
-    current = _layer_weight(layer)
+    layer = submodule(model, name)
+    current = layer_weight(layer)
     if current is None:
         fail(
             f"{part}: the model has no linear layer `{name}` with a `.weight`",
@@ -433,17 +411,35 @@ def _set_linear(model, name, weight, part):
         )
     loading = f"{part}: loading the test's weights into `{name}.weight`"
     handle = layer.attr("weight", ref=True)
-    call(_method(handle, "copy_", loading), (weight,), loading, no_grad=True, ref=True)
+    call(
+        method(handle, "copy_", loading, expected="an nn.Module"),
+        (weight,),
+        loading,
+        no_grad=True,
+        ref=True,
+    )
     if getattr(layer, "bias", None) is not None:  # a bias costs the attribute test only
         handle = layer.attr("bias", ref=True)
-        call(_method(handle, "zero_", loading), (), loading, no_grad=True, ref=True)
+        call(
+            method(handle, "zero_", loading, expected="an nn.Module"),
+            (),
+            loading,
+            no_grad=True,
+            ref=True,
+        )
 
 
 def _loaded_model(ns, part, dims, test_id):
     """(model in float64 on the grading device with the test's weights, the weights)."""
     model = _build(ns, part, dims)
-    moved = call(_method(model, "to", part), (ns.device,), f"{part}: model.to(device)")
-    model = call(_method(moved, "double", part), (), f"{part}: model.double()")
+    moved = call(
+        method(model, "to", part, expected="an nn.Module"),
+        (ns.device,),
+        f"{part}: model.to(device)",
+    )
+    model = call(
+        method(moved, "double", part, expected="an nn.Module"), (), f"{part}: model.double()"
+    )
     weights = _weights(test_id, dims)
     for name, weight in weights.items():
         _set_linear(model, name, weight, part)
@@ -478,10 +474,10 @@ def check_mla_attributes(ns):
                 "store the constructor's arguments under the names given in the task",
             )
     for name, shape in _shapes(dims).items():
-        layer = _layer(model, name)
+        layer = submodule(model, name)
         if not (isinstance(layer, Remote) and layer.is_a("linear")):
             fail(f"{part}: `{name}` must be an nn.Linear", "nn.Linear", describe(layer))
-        weight = _layer_weight(layer)
+        weight = layer_weight(layer)
         if weight is None:
             fail(f"{part}: `{name}.weight` must be a plain tensor", "a Parameter", "none")
         got = tuple(weight.shape)
@@ -496,9 +492,15 @@ def check_mla_attributes(ns):
             fail(f"{part}: `{name}` has a bias", "bias=False", "a bias vector", "bias present")
     rng = rng_for("p2_mla_attributes/x")
     B, L = rng.randint(2, 4), rng.randint(3, 7)
-    moved = call(_method(model, "to", part), (ns.device,), f"{part}: model.to(device)")
-    model = call(_method(moved, "double", part), (), f"{part}: model.double()")
-    x = _randn(generator("p2_mla_attributes/x"), B, L, dims["D"])
+    moved = call(
+        method(model, "to", part, expected="an nn.Module"),
+        (ns.device,),
+        f"{part}: model.to(device)",
+    )
+    model = call(
+        method(moved, "double", part, expected="an nn.Module"), (), f"{part}: model.double()"
+    )
+    x = randn(generator("p2_mla_attributes/x"), B, L, dims["D"])
     out = tensor(call(model, (ns.on_device(x),), f"{part}: forward(x)", no_grad=True), "forward")
     if tuple(out.shape) != (B, L, dims["D"]):
         fail(
@@ -609,7 +611,7 @@ def check_mla_forward(ns):
         model, w = _loaded_model(ns, part, dims, f"p2_mla_forward/{trial}")
         rng = rng_for(f"p2_mla_forward/x{trial}")
         B, L = rng.randint(1, 3), rng.randint(5, 11)
-        x = _randn(generator(f"p2_mla_forward/x{trial}"), B, L, dims["D"])
+        x = randn(generator(f"p2_mla_forward/x{trial}"), B, L, dims["D"])
         what = f"{part}: forward(x) of MLAAttention{_args(dims)} for x ({B}, {L}, {dims['D']})"
         got = call(model, (ns.on_device(x),), what, no_grad=True)
 
@@ -699,7 +701,7 @@ def check_latent_query(ns):
     rng = rng_for("p3_latent_query/x")
     B, t = rng.randint(2, 4), rng.randint(40, 2000)
     H, d_h, r, d_R = dims["H"], dims["d_h"], dims["r"], dims["d_R"]
-    x = _randn(generator("p3_latent_query/x"), B, dims["D"])
+    x = randn(generator("p3_latent_query/x"), B, dims["D"])
     what = f"{part}: latent_query(model, x_t ({B}, {dims['D']}), t={t})"
     q_lat, q_rope = _pair(
         call(fn, (model, ns.on_device(x), t), what, no_grad=True), what, "(q_lat, q_rope)"
@@ -836,7 +838,7 @@ def check_decode_cache(ns):
     model, w = _loaded_model(ns, part, dims, "p3_decode_cache")
     rng = rng_for("p3_decode_cache/x")
     B, steps = rng.randint(2, 4), 3
-    x = _randn(generator("p3_decode_cache/x"), B, steps, dims["D"])
+    x = randn(generator("p3_decode_cache/x"), B, steps, dims["D"])
     cache = None
     for t in range(steps):
         what = f"{part}: decode_step after {t + 1} token(s) (B = {B})"
@@ -925,7 +927,7 @@ def check_decode_forward(ns):
     model, w = _loaded_model(ns, part, dims, "p3_decode_forward")
     rng = rng_for("p3_decode_forward/x")
     B, L = rng.randint(1, 3), rng.randint(5, 8)
-    x = _randn(generator("p3_decode_forward/x"), B, L, dims["D"])
+    x = randn(generator("p3_decode_forward/x"), B, L, dims["D"])
     rows, cache = [], None
     for t in range(L):
         what = f"{part}: decode_step for token {t} (B = {B})"
@@ -950,7 +952,7 @@ def check_decode_forward(ns):
 
     # One step from a cache the judge wrote, far into a sequence.
     L0 = rng.randint(20, 60)
-    x2 = _randn(generator("p3_decode_forward/x2"), B, L0 + 1, dims["D"])
+    x2 = randn(generator("p3_decode_forward/x2"), B, L0 + 1, dims["D"])
     what = f"{part}: one decode step at position {L0} from a cache of {L0} tokens"
 
     def from_cache(rotate):
