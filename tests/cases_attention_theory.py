@@ -21,6 +21,16 @@ GROUPS = {
     "lab_noise": (("lab_noise_answer",), ("lab_noise_sweep",)),
 }
 
+# The course's instance and plots, and the student's plot of (f): they only draw or print.
+DISPLAY_ONLY = {
+    "f_instance",
+    "f_plot",
+    "lab_distribution_demo",
+    "lab_peak_plot",
+    "lab_cd_demo",
+    "lab_noise_plot",
+}
+
 
 def fn(signature, body):
     """An answer cell defining one function; ``body`` lines are indented here."""

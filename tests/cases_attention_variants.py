@@ -1,10 +1,12 @@
-"""Mutation table of the ``attention_variants`` assignment.
+"""Mutation table of the ``attention_variants`` assignment (the toolkit: ``casetable``).
 
-Each :class:`Case` replaces answer cells (by ``grade_id``) of the instructor's
-solution and says which autograded test cells must then score 0 (``lose``);
-every other autograded cell must keep its full points. Correct alternatives have
-an empty ``lose``. Where one part's answer feeds another part's test, ``lose``
-names that dependency too and ``note`` says why:
+Each :class:`~casetable.Case` replaces answer cells (by ``grade_id``) of the instructor's
+solution and says which autograded test cells must then score 0 (``fails``); every other
+autograded cell must keep its full points. Correct alternatives have no ``fails``. A
+case's group is the part of its cells (``p5`` for ``p5_mha``); ``GROUPS`` ties each part's
+answer cells to its test cells, read from the source notebook. Where one part's answer
+feeds another part's test, ``DEPENDS`` says so, ``fails`` names that dependency too and
+``note`` says why:
 
 * ``p13_experiment_test`` runs the student's ``MyMHA`` (Part 5) and
   ``reduced_matrices`` (Part 13), so a Part 5 or Part 13 answer that computes
@@ -29,37 +31,92 @@ the test process's own torch and builtins.
 """
 
 import textwrap
-from dataclasses import dataclass, field
 
-import nbformat
+from casetable import Case, source_notebook
 
-from attncourse.course import ROOT, notebook_path
+from attncourse.cells import grade_id, is_answer, is_test_cell
+
+ASSIGNMENT = "attention_variants"
+SOURCE = source_notebook(ASSIGNMENT)
 
 
-@dataclass(frozen=True)
-class Case:
-    name: str
-    cells: dict
-    lose: frozenset = field(default_factory=frozenset)
-    note: str = ""
-    alone: bool = False  # tampers with the kernel: grade it in a submission of its own
+def part(gid):
+    """The part a cell belongs to: the prefix of its grade_id (``p13`` for ``p13_experiment``)."""
+    return gid.split("_")[0]
 
+
+def _parts():
+    """part -> (its code answer cells, its test cells), in notebook order."""
+    groups = {}
+    for cell in SOURCE.cells:
+        if cell.cell_type == "code" and (is_answer(cell) or is_test_cell(cell)):
+            answers, tests = groups.setdefault(part(grade_id(cell)), ([], []))
+            (tests if is_test_cell(cell) else answers).append(grade_id(cell))
+    return {p: (tuple(answers), tuple(tests)) for p, (answers, tests) in groups.items()}
+
+
+GROUPS = _parts()
+
+# Test cells that read answer cells of another part (see the module docstring).
+DEPENDS = {"p13_experiment_test": {"p5_mha"}, "p8_mha_as_gqa_test": {"p7_gqa"}}
+
+# The course's figures: they only draw (underscored names), and no check reads them.
+DISPLAY_ONLY = {"fig_attention_heatmap", "fig_gqa_singular_values", "fig_kv_cache"}
+
+# The Part 13 experiment runs at the task's full size (seconds): in process it is judged for
+# the cases that change the experiment cell and for those whose mistake elsewhere must cost
+# it; the autograded run judges it for all.
+IN_PROCESS_STUBS = {"p13_experiment": ("pass", ("p13_experiment_test",))}
+
+# Part 11's answer is two small typed arrays: its check looks them up, nothing is called.
+FIXED_INPUTS = {"p11_mla_example_test"}
+
+# Named mistakes, with the test whose failure message must name them in the student's words.
+MESSAGES = {
+    "p3:p3_missing_scale": ("p3_softmax_argument_values_test", "missing the 1/sqrt(D_qk) scaling"),
+    "p5:p5_merge_without_moving_head_axis": (
+        "p5_mha_values_test",
+        "heads merged without moving the head axis",
+    ),
+    "p5:p5_heads_split_the_wrong_way": ("p5_mha_values_test", "heads split the wrong way"),
+    "p5:p5_loop_over_heads": ("p5_mha_no_loops_test", "a for loop"),
+    "p5:p5_fused_attention": ("p5_mha_values_test", "build the attention by hand"),
+    "p7:p7_bias_present": ("p7_gqa_attributes_test", "bias present"),
+    "p7:p7_contiguous_repeat_interleave": ("p7_gqa_interleaved_heads_test", "contiguous grouping"),
+    "p7:p7_weight_copies": ("p7_gqa_attributes_test", "copies of the K projection"),
+    "p10:p10_np_repeat": ("p10_gqa_2_mla_reconstruction_test", "np.repeat"),
+    "p10:p10_torch_svd": ("p10_gqa_2_mla_rules_test", "numpy only"),
+    "p13:p13_missing_sqrt_r_over_d": ("p13_reduced_matrices_test", "missing the sqrt(r/d) factor"),
+    "p13:p13_wrong_head_split_of_W_UK": ("p13_reduced_matrices_test", "wrong head split of W_UK"),
+    "p13:p13_wrong_head_split_of_W_O": ("p13_reduced_matrices_test", "wrong head split of W_O"),
+    "p13:p13_intermediate_tensor": (
+        "p13_reduced_matrices_rules_test",
+        "an intermediate computed on line",
+    ),
+    "p13:p13x_mse_not_square_rooted": ("p13_experiment_test", "not its square root"),
+    "p13:p13x_query_and_key_swapped": ("p13_experiment_test", "W_Q holds the key projection"),
+    "p13:p13x_reduced_output_copied": ("p13_experiment_test", "a copy of output_vanilla"),
+    "p13:p13x_outputs_before_loading": (
+        "p13_experiment_test",
+        "computed after the weights were loaded",
+    ),
+    "p14:p14_latent_twice": ("p14_kv_cache_test", "cached once"),
+}
 
 CASES = []
 
 
 def correct(name, **cells):
-    CASES.append(Case(name, cells))
+    CASES.append(Case(part(next(iter(cells))), name, cells))
 
 
 def wrong(name, lose, note="", alone=False, **cells):
-    CASES.append(Case(name, cells, frozenset(lose.split()), note, alone))
+    CASES.append(Case(part(next(iter(cells))), name, cells, tuple(lose.split()), note, alone))
 
 
-def provided_part(grade_id):
-    """The text of answer cell ``grade_id`` of the source notebook above its solution region."""
-    nb = nbformat.read(notebook_path(ROOT, "source", "attention_variants"), as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+def provided_part(gid):
+    """The text of answer cell ``gid`` of the source notebook above its solution region."""
+    cell = next(c for c in SOURCE.cells if grade_id(c) == gid)
     return cell.source.split("### BEGIN SOLUTION")[0].strip("\n")
 
 
@@ -1674,6 +1731,3 @@ wrong(
     p5_mha="nn.Linear.forward = lambda self, t: t @ self.weight.T * 0\n\n\n"
     + mha_with(" / self.D_qk ** 0.5", ""),
 )
-
-CORRECT = [c for c in CASES if not c.lose]
-WRONG = [c for c in CASES if c.lose]

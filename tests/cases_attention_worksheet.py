@@ -4,7 +4,7 @@ Each :class:`Case` replaces answer cells of the instructor's solution and says
 which test cells must then fail (none for a correct alternative); every other
 test cell must keep its full points. ``GROUPS`` ties answer cells to the test
 cells that read them. The same table drives the fast in-process checks and the
-slow run through ``nbgrader autograde`` (``tests/test_attention_worksheet.py``).
+slow run through ``nbgrader autograde`` (``tests/test_assignments.py``).
 """
 
 from casetable import cases_table
@@ -26,6 +26,25 @@ GROUPS = {
     "q5a": (("q5a_answer",), ("q5a_head_splits",)),
     "q5b": (("q5b_answer",), ("q5b_concat_output",)),
 }
+
+# The course's figure of Q2 and the numerical demonstration of Q4(c): they only draw or print.
+DISPLAY_ONLY = {"q2_figure", "q4c_demonstration"}
+
+# The checks of the typed answers compare with the worksheet's own numbers: no random input.
+FIXED_INPUTS = {
+    "q2_projection_slots",
+    "q2_activation_slots",
+    "q2_combination_slots",
+    "q3a_toy_qkv",
+    "q3b_toy_output",
+    "q5a_head_splits",
+    "q5b_concat_output",
+}
+
+
+def QUESTION_OF(group):
+    """q1a .. q1d are one question, as are q3a .. q3c and q5a, q5b."""
+    return group[:2]
 
 
 def shapes(name, body):

@@ -8,17 +8,15 @@ solution).
 
 Where an answer feeds another group's tests the row names those too: Part 3 builds its
 model from Part 2's ``MLAAttention``, so a constructor that cannot load the test's weights
-also costs Part 3 (those rows sit beside decode rows that fail all of Part 3 themselves, so
-packing hides no verdict; ``test_packing_hides_no_verdict`` checks it); ``decode_step`` gets
-its queries from ``latent_query``, which is why both answers are one group. A wrong ``rope`` that is still a rotation costs Part 1 only (the
-judge carries it forward, see ``attncourse.grading.mla_inference``), so every rope row
-below is such a rotation.
+also costs Part 3 (``DEPENDS`` lists what each test reads beyond its group, so packing
+never puts such a row beside one whose verdicts it could hide); ``decode_step`` gets its
+queries from ``latent_query``, which is why both answers are one group. A wrong ``rope``
+that is still a rotation costs Part 1 only (the judge carries it forward, see
+``attncourse.grading.mla_inference``), so every rope row below is such a rotation.
 """
 
-import nbformat
-from casetable import cases_table
+from casetable import cases_table, source_notebook
 
-from attncourse.course import ROOT, notebook_path
 from attncourse.submissions import solution_answers
 
 ASSIGNMENT = "mla_inference"
@@ -35,7 +33,54 @@ GROUPS = {
 }
 PART3 = GROUPS["decode"][1]
 
-SOLUTION = solution_answers(nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4))
+# What each test reads beyond its group: the judge carries a wrong rope that still rotates into
+# Parts 1(b)-3 (see ``attncourse.grading.mla_inference``), and Part 3 runs Part 2's model.
+DEPENDS = {
+    "p1_merged_score_matrix": {"p1_rope_answer"},
+    **dict.fromkeys(GROUPS["mla"][1], {"p1_rope_answer"}),
+    **dict.fromkeys(PART3, {"p1_rope_answer", "p2_mla_answer"}),
+}
+
+# In process every case is judged on every test of the notebook (a few seconds in all): a case
+# must fail exactly its fails anywhere, which also checks DEPENDS.
+EVERY_TEST_IN_PROCESS = True
+
+# The course's position demo, cache plot and timing lab (seconds of timing): they only draw
+# or print, and no check reads them.
+DISPLAY_ONLY = {"p1_merged_demo", "p4_cache_plot", "p5_timing_lab", "p5_timing_plot"}
+
+# The rope's rule check reads the source after one call on fixed inputs (the rules of Parts 2
+# and 3 first run a model on inputs drawn from the secret).
+FIXED_INPUTS = {"p1_rope_rules"}
+
+# Named mistakes, with the test whose failure message must name them.
+MESSAGES = {
+    "rope:rotate_half_pairing": ("p1_rope", "rotate-half pairing"),
+    "rope:angles_in_float32": ("p1_rope", "angles computed in float32"),
+    "rope:loop_over_pairs": ("p1_rope_rules", "a for loop"),
+    "merged:positions_swapped": ("p1_merged_score_matrix", "positions swapped"),
+    "mla:no_causal_mask": ("p2_mla_forward", "no causal mask"),
+    "mla:scaled_by_sqrt_d_h": ("p2_mla_forward", "1/sqrt(d_h) only"),
+    "mla:rope_on_the_content_part": ("p2_mla_forward", "RoPE applied to the content part"),
+    "mla:mask_hides_the_token_itself": ("p2_mla_forward", "itself included"),
+    "mla:rotary_key_per_head": ("p2_mla_attributes", "shared by all heads"),
+    "mla:fused_attention": ("p2_mla_rules", "build the attention by hand"),
+    "decode:latent_query_absorbs_W_UV": ("p3_latent_query", "W_UV absorbed into the query"),
+    "decode:latent_query_not_absorbed": ("p3_latent_query", "absorb W_UK"),
+    "decode:latent_query_scaled": ("p3_latent_query", "unscaled"),
+    "decode:decode_caches_the_values_too": ("p3_decode_cache", "more than c and k_rope"),
+    "decode:decode_caches_k_rope_unrotated": ("p3_decode_cache", "cached before rotation"),
+    "decode:decode_attends_before_appending": ("p3_decode_forward", "does not attend to itself"),
+    "decode:decode_new_key_rotated_at_t_plus_1": ("p3_decode_forward", "one position apart"),
+    "decode:decode_positions_counted_from_1": ("p3_decode_forward", "counted from 1"),
+    "decode:decode_rebuilds_the_keys": ("p3_decode_rules", "rebuilding keys"),
+    "decode:decode_without_latent_query": ("p3_decode_rules", "from latent_query"),
+    "decode:decode_loop_over_heads": ("p3_decode_rules", "a list comprehension"),
+    "cache:mla_latent_only": ("p4_cache_elements", "rotary key is missing"),
+    "cache:gqa_ignores_G": ("p4_cache_elements", "G ignored"),
+}
+
+SOLUTION = solution_answers(source_notebook(ASSIGNMENT))
 
 
 def sub(cell, *pairs):
@@ -314,7 +359,7 @@ MASK = (
 # Rows whose constructor cannot take the test's weights: Part 3 builds the same model.
 LOAD_FAILS = ["p2_mla_attributes", "p2_mla_forward", *PART3]
 
-_MLA_ROWS = [
+MLA_ROWS = [
     (
         "mla",
         "einsum_over_heads",
@@ -534,11 +579,6 @@ _MLA_ROWS = [
     ),
 ]
 
-# The two rows whose constructor breaks Part 3 too go where the decode group's rows fail all of
-# Part 3 anyway (rows 5 and 6 there), so packing them together hides no verdict.
-_LOADS = [row for row in _MLA_ROWS if set(LOAD_FAILS) <= set(row[3])]
-MLA_ROWS = [row for row in _MLA_ROWS if row not in _LOADS]
-MLA_ROWS[5:5] = _LOADS
 
 # ----------------------------------------------------------- Part 3: latent_query, decode_step
 

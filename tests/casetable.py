@@ -1,20 +1,45 @@
-"""The machinery of the case tables (``cases_attention_*.py``).
+"""The case tables of every assignment, found by convention, and the one toolkit that runs them.
 
-A :class:`Case` replaces answer cells of the instructor's solution and names the
-test cells that must then fail (none for a correct alternative). Cases run
-either in this process through the notebook's own test cells (fast), or packed
-into submissions and autograded by the real ``nbgrader autograde`` (slow).
+An assignment's table is ``tests/cases_<assignment>.py``. It holds ``CASES`` (:class:`Case`
+rows) and ``GROUPS`` ({group: (answer cells, test cells)}), and may set (defaults in
+:class:`Table`):
+
+* ``DISPLAY_ONLY``: cells that only draw or print for the student; no check reads them, and
+  they do not run in process;
+* ``DEPENDS``: test cell -> the answer cells it reads beyond its own group's;
+* ``QUESTION_OF``: group -> its question: every answer cell needs 4 correct and 8 wrong
+  cases, counted over the whole question where it joins several groups (worksheet: Q1(a)-(d)
+  are one question); one question per group by default;
+* ``EVERY_TEST_IN_PROCESS``: True to judge each case on every test in process, not only on
+  those reading its cells (a case then fails exactly its fails anywhere in the notebook);
+* ``IN_PROCESS_STUBS``: answer cell -> (stub, the tests that read it): in process the stub
+  replaces the cell where the case neither replaces it nor must lose one of those tests,
+  and those tests are then not judged (the autograded run judges them for every case);
+* ``FIXED_INPUTS``: checks with no random input (the same requests under every secret);
+* ``MESSAGES``: case id -> (test, the words that test's failure message must contain).
+
+A case replaces answer cells of the instructor's solution and names the test cells that
+must then fail (none for a correct alternative). It runs either in this process through
+the notebook's own test cells (:func:`run_in_process`, fast), or packed with cases that
+cannot change its verdicts (:meth:`Table.pack`) into submissions autograded by the real
+``nbgrader autograde`` (:func:`autograde_table`, slow). Cases that tamper with the kernel
+(``alone``) would tamper with this process: they run only autograded, each in a
+submission of its own.
 """
 
 import contextlib
+import functools
+import importlib
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import nbformat
 from cellrun import run_cell
 
 from attncourse.autograde import autograde_submissions
-from attncourse.cells import grade_id, is_test_cell, student_sources
-from attncourse.course import ROOT
+from attncourse.cells import grade_id, is_answer, is_test_cell, student_sources
+from attncourse.course import ROOT, notebook_path
 from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
@@ -29,6 +54,8 @@ class Case:
     name: str
     answers: dict
     fails: tuple = field(default=())
+    note: str = ""
+    alone: bool = False  # tampers with the kernel: autograded in a submission of its own
 
     @property
     def correct(self):
@@ -52,49 +79,150 @@ def cases_table(groups, rows):
     return out
 
 
-def packed_submissions(cases, groups):
-    """Case k of every group, merged into submission k: {student: (answers, failing tests)}.
-
-    Groups have disjoint answer cells and tests, so a case can only move the scores of its
-    own group's tests; parts without a k-th case keep the instructor's solution.
-    """
-    by_group = {g: [c for c in cases if c.group == g] for g in groups}
-    rows = max(len(v) for v in by_group.values())
-    out = {}
-    for k in range(rows):
-        answers, fails, names = {}, set(), []
-        for group_cases in by_group.values():
-            if k < len(group_cases):
-                case = group_cases[k]
-                answers.update(case.answers)
-                fails.update(case.fails)
-                names.append(case.id)
-        out[f"case{k:02d}"] = (answers, fails, names)
-    return out
+def source_notebook(assignment):
+    return nbformat.read(notebook_path(ROOT, "source", assignment), as_version=4)
 
 
-# Read-only cells that only draw or print for the student; the test cells never read them.
-DISPLAY_ONLY = {
-    "q2_figure",
-    "q4c_demonstration",
-    "f_instance",
-    "f_plot",
-    "lab_distribution_demo",
-    "lab_peak_plot",
-    "lab_cd_demo",
-    "lab_noise_plot",
-}
+def release_stubs(assignment):
+    """grade_id -> source of every code answer cell of the release (what a student receives)."""
+    nb = nbformat.read(notebook_path(ROOT, "release", assignment), as_version=4)
+    return {grade_id(c): c.source for c in nb.cells if c.cell_type == "code" and is_answer(c)}
+
+
+def _one_question_per_group(group):
+    return group
+
+
+@dataclass(frozen=True)
+class Table:
+    """An assignment's case table and its settings (see the module docstring)."""
+
+    assignment: str
+    cases: tuple
+    groups: dict
+    display_only: frozenset = frozenset()
+    depends: dict = field(default_factory=dict)
+    question_of: Callable[[str], str] = _one_question_per_group
+    every_test_in_process: bool = False
+    in_process_stubs: dict = field(default_factory=dict)
+    fixed_inputs: frozenset = frozenset()
+    messages: dict = field(default_factory=dict)
+
+    @functools.cached_property
+    def group_of(self):
+        """answer cell or test cell -> its group."""
+        return {cell: g for g, (answers, tests) in self.groups.items() for cell in answers + tests}
+
+    @property
+    def tests(self):
+        return [t for _, tests in self.groups.values() for t in tests]
+
+    @property
+    def answer_cells(self):
+        return [a for answers, _ in self.groups.values() for a in answers]
+
+    def dependencies(self, test):
+        """The answer cells ``test`` reads: its group's and those DEPENDS names."""
+        return set(self.groups[self.group_of[test]][0]) | set(self.depends.get(test, ()))
+
+    def judged(self, case):
+        """The tests a case is judged on: those reading its answer cells (the tests of their
+        groups and those DEPENDS names), and its fails."""
+        cells = set(case.answers)
+        return {t for t in self.tests if self.dependencies(t) & cells} | set(case.fails)
+
+    def conflict(self, a, b):
+        """True when one case could hide the other's verdict in a shared submission.
+
+        They may not replace the same cell, nor share a test cell that reads both cases'
+        answers unless both expect that test to keep its points (a full score then vouches
+        for both answers; a loss would show as a failure, never as a wrong answer passing).
+        """
+        if set(a.answers) & set(b.answers):
+            return True
+        for x, y in ((a, b), (b, a)):
+            for test in self.judged(x):
+                if self.dependencies(test) & set(y.answers) and (
+                    test in x.fails or test in y.fails
+                ):
+                    return True
+        return False
+
+    def pack(self):
+        """The cases grouped into submissions so that no case can change another's verdicts."""
+        packs = []
+        for case in self.cases:
+            if not case.alone:
+                for members in packs:
+                    if not members[0].alone and not any(self.conflict(case, o) for o in members):
+                        members.append(case)
+                        break
+                else:
+                    packs.append([case])
+            else:
+                packs.append([case])
+        return packs
+
+    def in_process(self, case, tests=None):
+        """(answers, tests) to judge ``case`` on in process: by default its judged tests (every
+        test with EVERY_TEST_IN_PROCESS).
+
+        A stub of IN_PROCESS_STUBS replaces its cell where the case does not replace the cell
+        and none of the tests reading it is asked for (by default: none is one it must lose);
+        those tests are then left out.
+        """
+        answers = dict(case.answers)
+        asked = set(case.fails) if tests is None else set(tests)
+        if tests is None:
+            tests = self.tests if self.every_test_in_process else self.judged(case)
+        tests = set(tests)
+        for cell, (stub, readers) in self.in_process_stubs.items():
+            if cell not in case.answers and not set(readers) & asked:
+                answers[cell] = stub
+                tests -= set(readers)
+        return answers, tests
+
+    def judge(self, case, tests=None, secret=None):
+        """{test: None or the failure message} of ``case`` judged in this process."""
+        answers, tests = self.in_process(case, tests)
+        return run_in_process(self.assignment, answers, tests, secret)
+
+
+@functools.cache
+def load(assignment):
+    """The case table of ``assignment``: module ``cases_<assignment>`` with its settings."""
+    module = importlib.import_module(f"cases_{assignment}")
+    settings = {
+        "display_only": frozenset(getattr(module, "DISPLAY_ONLY", ())),
+        "depends": getattr(module, "DEPENDS", {}),
+        "every_test_in_process": getattr(module, "EVERY_TEST_IN_PROCESS", False),
+        "in_process_stubs": getattr(module, "IN_PROCESS_STUBS", {}),
+        "fixed_inputs": frozenset(getattr(module, "FIXED_INPUTS", ())),
+        "messages": getattr(module, "MESSAGES", {}),
+    }
+    if hasattr(module, "QUESTION_OF"):
+        settings["question_of"] = module.QUESTION_OF
+    return Table(assignment, tuple(module.CASES), module.GROUPS, **settings)
+
+
+def _code_cells(nb, table, tests=()):
+    """(grade_id, cell) of the code cells that run in process, with the test cells in ``tests``."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        gid = grade_id(cell)
+        if (gid in tests) if is_test_cell(cell) else gid not in table.display_only:
+            yield gid, cell
 
 
 def run_in_process(assignment, answers, tests, secret=None):
     """Run the solution with ``answers`` in this process; return {test: None or the failure}.
 
-    The code cells run in order in one namespace (errors in non-test cells are
-    ignored, as when autograding), except the display-only cells; at each test
-    cell named in ``tests`` the judge runs its check, reaching the namespace
-    through the same request/reply encoding a kernel uses
-    (:class:`~attncourse.judge.channel.LocalChannel`). The slow tests grade the
-    same cases through nbgrader and sandboxed kernels.
+    The code cells run in order in one namespace (errors in non-test cells are ignored, as
+    when autograding), except the table's display-only cells; at each test cell named in
+    ``tests`` the judge runs its check, reaching the namespace through the same
+    request/reply encoding a kernel uses (:class:`~attncourse.judge.channel.LocalChannel`).
+    The slow tests grade the same cases through nbgrader and sandboxed kernels.
     """
     nb = solution_submission(ROOT, assignment, answers)
     registry = verdict.checks_of(assignment)
@@ -103,61 +231,93 @@ def run_in_process(assignment, answers, tests, secret=None):
     student = StudentNamespace(Session(LocalChannel(ns)), student_sources(nb))
     results = {}
     with contextlib.redirect_stdout(io.StringIO()):
-        for cell in nb.cells:
-            if cell.cell_type != "code":
-                continue
-            gid = grade_id(cell)
-            if is_test_cell(cell):
-                if gid in tests:
-                    results[gid] = verdict.run_check(registry[gid], student, secret)
-                continue
-            if gid not in DISPLAY_ONLY:
+        for gid, cell in _code_cells(nb, load(assignment), tests):
+            if gid in tests:
+                results[gid] = verdict.run_check(registry[gid], student, secret)
+            else:
                 with contextlib.suppress(Exception):
                     run_cell(cell.source, ns)
     return results
 
 
-def assert_case_classified(assignment, groups, case):
-    """Run ``case`` in process: its failing tests fail, every other test of its group passes."""
-    tests = groups[case.group][1]
-    results = run_in_process(assignment, case.answers, tests)
-    assert set(results) == set(tests), f"test cells did not run: {set(tests) - set(results)}"
-    for test in tests:
+def solution_namespace(assignment, answers=None):
+    """(globals, the student's sources) of the solution with ``answers``, its cells run here.
+
+    Every code cell but the test cells and the display-only cells runs in order; errors are
+    ignored, as when autograding.
+    """
+    nb = solution_submission(ROOT, assignment, answers or {})
+    ns = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for _, cell in _code_cells(nb, load(assignment)):
+            with contextlib.suppress(Exception):
+                run_cell(cell.source, ns)
+    return ns, student_sources(nb)
+
+
+def kernel_requests(check, ns, sources, secret):
+    """The requests ``check`` sends the kernel (namespace ``ns``) under ``secret``; it must pass."""
+    channel = LocalChannel(ns)
+    sent = []
+    serve = channel.send
+
+    def send(text):
+        sent.append(text)
+        return serve(text)
+
+    channel.send = send
+    student = StudentNamespace(Session(channel), sources)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert verdict.run_check(check, student, secret) is None
+    return sent
+
+
+def calls(requests):
+    """True when the requests call something in the kernel (not only look-ups)."""
+    return any('"op": "call"' in text for text in requests)
+
+
+def assert_verdicts(case, verdicts, tests):
+    """``verdicts`` covers ``tests``: the case's fails failed, every other test passed."""
+    assert set(verdicts) == set(tests), f"test cells did not run: {set(tests) - set(verdicts)}"
+    for test, error in sorted(verdicts.items()):
         if test in case.fails:
-            assert results[test], f"{case.id}: {test} should fail but passed"
+            assert error is not None, f"{case.id}: {test} passed a wrong answer"
         else:
-            assert results[test] is None, (
-                f"{case.id}: {test} should pass but failed:\n{results[test]}"
-            )
+            assert error is None, f"{case.id}: {test} rejected a correct answer:\n{error}"
 
 
-def assert_table_size(cases, question_of, min_right=4, min_wrong=8):
-    """Every question has at least ``min_right`` correct alternatives and ``min_wrong`` mistakes."""
-    counts = {}
-    for case in cases:
-        right, wrong = counts.get(question_of(case.group), (0, 0))
-        counts[question_of(case.group)] = (right + case.correct, wrong + (not case.correct))
-    small = {q: c for q, c in counts.items() if c[0] < min_right or c[1] < min_wrong}
+def assert_table_size(table, min_right=4, min_wrong=8):
+    """Every answer cell has ``min_right`` correct and ``min_wrong`` wrong cases in its question.
+
+    A question is one group's answer cells, counted one by one, or the answer cells of all
+    groups that QUESTION_OF maps to it, counted together.
+    """
+    small = {}
+    for cell in table.answer_cells:
+        question = table.question_of(table.group_of[cell])
+        merged = {g for g in table.groups if table.question_of(g) == question}
+        cells = {cell} if len(merged) == 1 else {a for g in merged for a in table.groups[g][0]}
+        cases = [c for c in table.cases if cells & set(c.answers)]
+        right = sum(c.correct for c in cases)
+        if right < min_right or len(cases) - right < min_wrong:
+            small[cell] = (right, len(cases) - right)
     assert not small, (
-        f"questions with fewer than {min_right} right / {min_wrong} wrong cases: {small}"
+        f"answer cells with fewer than {min_right} right / {min_wrong} wrong cases: {small}"
     )
 
 
-def autograde_table(course_dir, assignment, cases, groups):
-    """The packed table of ``cases`` autograded by nbgrader in one run: (packed, scores)."""
-    packed = packed_submissions(cases, groups)
-    submissions = {s: solution_submission(ROOT, assignment, a) for s, (a, _, _) in packed.items()}
-    return packed, autograde_submissions(course_dir, assignment, submissions)
+def autograde_table(course_dir, table):
+    """The solution, the release and the packed cases autograded by nbgrader in one run.
 
-
-def assert_packed_scores(packed, scores, groups):
-    """Each packed submission loses points exactly in the tests its cases name, nowhere else."""
-    for student, (_, fails, names) in packed.items():
-        grades = scores.get(student)
-        assert grades, f"{student} ({names}) was not graded"
-        for test in (t for _, tests in groups.values() for t in tests):
-            score, max_score, _ = grades[test]
-            if test in fails:
-                assert score < max_score, f"{student} {names}: {test} should lose points, got full"
-            else:
-                assert score == max_score, f"{student} {names}: {test} should be full, got {score}"
+    Returns (scores, {student: the cases in its submission}).
+    """
+    release = nbformat.read(notebook_path(ROOT, "release", table.assignment), as_version=4)
+    submissions = {"solution": solution_submission(ROOT, table.assignment), "release": release}
+    members = {}
+    for index, pack in enumerate(table.pack()):
+        student = f"cases{index:03d}"
+        answers = {cell: source for case in pack for cell, source in case.answers.items()}
+        submissions[student] = solution_submission(ROOT, table.assignment, answers)
+        members[student] = pack
+    return autograde_submissions(course_dir, table.assignment, submissions), members

@@ -23,9 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cases_attention_theory import CASES, GROUPS  # noqa: E402
-from casetable import Case  # noqa: E402
-from test_attention_theory import solution_namespace  # noqa: E402
+from cases_attention_theory import ASSIGNMENT, CASES, GROUPS  # noqa: E402
+from casetable import Case, solution_namespace  # noqa: E402
 
 from attncourse import checks  # noqa: E402
 from attncourse.grading import attention_theory as at  # noqa: E402
@@ -61,7 +60,7 @@ def _install_recorders():
 
 def namespace_for(case):
     """The judge's view of the solution with ``case``'s answers, its cells run in this process."""
-    ns, sources = solution_namespace(case.answers)
+    ns, sources = solution_namespace(ASSIGNMENT, case.answers)
     return StudentNamespace(Session(LocalChannel(ns)), sources)
 
 

@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import torch  # noqa: E402
-from cases_attention_variants import CASES, EXPERIMENT_DATA, UNSCALED_DATA  # noqa: E402
-from casetable import run_in_process  # noqa: E402
+from cases_attention_variants import ASSIGNMENT, EXPERIMENT_DATA, UNSCALED_DATA  # noqa: E402
+from casetable import load, run_in_process  # noqa: E402
 from cellrun import fresh_namespace, run_cell  # noqa: E402
 
 from attncourse import checks  # noqa: E402
@@ -40,26 +40,16 @@ from attncourse.grading import attention_variants as av  # noqa: E402
 from attncourse.judge import verdict  # noqa: E402
 from attncourse.submissions import solution_answers  # noqa: E402
 
-ASSIGNMENT = "attention_variants"
+TABLE = load(ASSIGNMENT)
 EXPERIMENT_TEST = "p13_experiment_test"
 
 
-def part(gid):
-    return gid.split("_")[0]
-
-
-def judged(case):
-    """Test cells a case is judged on: its parts' tests and the cells it must lose."""
-    parts = {part(g) for g in case.cells}
-    return {t for t in av.CHECKS if part(t) in parts} | set(case.lose)
-
-
-def tests_of(case, experiment):
-    tests = judged(case)
-    reads_experiment = "p13_experiment" in case.cells or EXPERIMENT_TEST in case.lose
-    if not (experiment and reads_experiment):
-        tests.discard(EXPERIMENT_TEST)
-    return tests
+def plan(case, experiment):
+    """(answers, tests) of ``case`` in process; without ``experiment`` never the experiment's
+    test (and its stub wherever the case does not replace the experiment cell)."""
+    if experiment:
+        return TABLE.in_process(case)
+    return TABLE.in_process(case, TABLE.judged(case) - {EXPERIMENT_TEST})
 
 
 def label(what):
@@ -93,25 +83,21 @@ def measure(experiment=False, secrets=1):
 
     av.check_close, av._check_rows, verdict.run_check = recording, recording_rows, run_check
     table = defaultdict(lambda: [None, 0.0, "", math.inf, ""])
-    cases = [c for c in CASES if not c.alone]
+    cases = [c for c in TABLE.cases if not c.alone]
     if experiment:
-        cases = [c for c in cases if EXPERIMENT_TEST in tests_of(c, True)]
+        cases = [c for c in cases if EXPERIMENT_TEST in plan(c, True)[1]]
     try:
         for _ in range(secrets):
             for case in cases:
                 current["case"] = case.name
                 records.clear()
-                answers = dict(case.cells)
-                tests = tests_of(case, experiment)
-                if EXPERIMENT_TEST not in tests:
-                    answers.setdefault("p13_experiment", "pass")
-                run_in_process(ASSIGNMENT, answers, tests)
+                run_in_process(ASSIGNMENT, *plan(case, experiment))
                 for what, tol, err in records:
                     row = table[what]
                     row[0] = tol
-                    if not case.lose and err > row[1]:
+                    if case.correct and err > row[1]:
                         row[1:3] = err, case.name
-                    if case.lose and tol < err < row[3]:
+                    if not case.correct and tol < err < row[3]:
                         row[3:5] = err, case.name
     finally:
         av.check_close, av._check_rows = original_close, original_rows
@@ -200,7 +186,7 @@ def main():
             f"and {lo / tol:.0e}x"
         )
     if experiment:
-        lose = {c.name: EXPERIMENT_TEST in c.lose for c in CASES}
+        lose = {c.name: EXPERIMENT_TEST in c.fails for c in TABLE.cases}
         print(
             "\nrows of the experiment's outputs (worst ratio, a row passes at <= 1; worst "
             "relative error on rows without a near-tie):"

@@ -25,8 +25,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cases_attention_worksheet import CASES, GROUPS  # noqa: E402
-from test_attention_worksheet import solution_namespace  # noqa: E402
+from cases_attention_worksheet import ASSIGNMENT, CASES, GROUPS  # noqa: E402
+from casetable import solution_namespace  # noqa: E402
 
 from attncourse import checks  # noqa: E402
 from attncourse.grading import attention_worksheet as aw  # noqa: E402
@@ -67,7 +67,7 @@ def measure_case(args):
     case = CASES[index]
     torch.set_num_threads(1)  # tiny products: a worker's thread pool only contends with the other
     _install_recorders()
-    ns, sources = solution_namespace(case.answers)
+    ns, sources = solution_namespace(ASSIGNMENT, case.answers)
     student = StudentNamespace(Session(LocalChannel(ns)), sources)
     rows = []
     for test in GROUPS[case.group][1]:

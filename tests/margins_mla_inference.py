@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cases_mla_inference import CASES, GROUPS  # noqa: E402
-from test_mla_inference import solution_namespace  # noqa: E402
+from cases_mla_inference import ASSIGNMENT, CASES, GROUPS  # noqa: E402
+from casetable import solution_namespace  # noqa: E402
 
 from attncourse import checks  # noqa: E402
 from attncourse.grading import mla_inference as mi  # noqa: E402
@@ -74,7 +74,7 @@ def measure_case(args):
     index, secrets, every_test = args
     case = CASES[index]
     _install_recorder()
-    ns, sources = solution_namespace(case.answers)
+    ns, sources = solution_namespace(ASSIGNMENT, case.answers)
     student = StudentNamespace(Session(LocalChannel(ns)), sources)
     rows = []
     for test in ALL_TESTS if every_test else GROUPS[case.group][1]:

@@ -772,7 +772,7 @@ def check_lab_noise_sweep(ns):
 
 
 # grade_id of each test cell -> the check the judge runs for it
-# (tests/test_attention_theory.py: exactly the test cells of the source notebook)
+# (tests/test_assignments.py: exactly the test cells of the source notebook)
 CHECKS = {
     "c_query_for_average": check_query_for_average,
     "d_recovery_matrix": check_recovery_matrix,

@@ -1348,7 +1348,7 @@ __all__ = [name for name in dir() if name.startswith("check_")] + ["GradingError
 
 
 # grade_id of each test cell -> the check the judge runs for it (one per test cell of the
-# source notebook: tests/test_attention_variants.py::test_checks_cover_exactly_the_test_cells)
+# source notebook, as tests/test_assignments.py checks)
 CHECKS = {
     "p1_head_shapes_test": check_head_shapes,
     "p2_stacked_shapes_test": check_stacked_shapes,

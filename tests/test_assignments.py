@@ -1,0 +1,275 @@
+"""Every assignment, found by convention: its checks accept every correct alternative of its
+case table and reject every named mistake, in process and through ``nbgrader autograde``.
+
+An assignment is ``source/<a>/<a>.ipynb``, its checks ``attncourse/grading/<a>.py`` (``CHECKS``),
+its case table ``tests/cases_<a>.py`` and its ``release/<a>/`` from ``make release``; the
+first test finds all four for every assignment under ``source/``. The toolkit is
+``casetable``; what is specific to one assignment stays in ``tests/test_<a>.py``.
+
+Two layers over each table:
+
+* fast, in process: each case's answers replace the solution's and the judge runs the
+  checks of the tests it is judged on (:meth:`casetable.Table.judge`) under a fresh secret;
+  tampering cases (``alone``) would tamper with this process and are left to the slow layer;
+* slow, the real thing: the solution, the untouched release and every case, packed into
+  submissions so that no case can change another's verdicts, autograded by nbgrader in one
+  run per assignment (``-n auto --dist loadgroup`` grades the assignments side by side).
+"""
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from casetable import (
+    Case,
+    assert_table_size,
+    assert_verdicts,
+    autograde_table,
+    calls,
+    kernel_requests,
+    load,
+    release_stubs,
+    solution_namespace,
+    source_notebook,
+)
+
+from attncourse.cells import grade_id, is_answer, is_test_cell
+from attncourse.course import ROOT, assignments, notebook_path
+from attncourse.judge import verdict
+
+HERE = Path(__file__).parent
+ASSIGNMENTS = assignments()
+TABLES = {a: load(a) for a in ASSIGNMENTS if (HERE / f"cases_{a}.py").exists()}
+
+
+def slow(assignment):
+    """A param of ``assignment`` for the slow layer: one xdist group, one autograde run."""
+    return pytest.param(
+        assignment, id=assignment, marks=[pytest.mark.slow, pytest.mark.xdist_group(assignment)]
+    )
+
+
+def cases(in_process):
+    """(assignment, case) params over every table: the cases that may run in process, or all
+    of them for the slow layer."""
+    params = []
+    for a, table in TABLES.items():
+        marks = () if in_process else slow(a).marks
+        for case in table.cases:
+            if not (in_process and case.alone):
+                params.append(pytest.param(a, case, id=f"{a}:{case.id}", marks=marks))
+    return params
+
+
+# ------------------------------------------------------------ the convention and the table
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_assignment_is_found_by_convention(assignment):
+    """source notebook + grading module + case table + release: nothing else to register."""
+    assert notebook_path(ROOT, "source", assignment).exists()
+    assert isinstance(verdict.checks_of(assignment), dict), f"attncourse/grading/{assignment}.py"
+    assert (HERE / f"cases_{assignment}.py").exists(), f"no case table tests/cases_{assignment}.py"
+    assert notebook_path(ROOT, "release", assignment).exists(), "run make release"
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_checks_are_exactly_the_test_cells_of_the_source_notebook(assignment):
+    table, checks = TABLES[assignment], verdict.checks_of(assignment)
+    nb = source_notebook(assignment)
+    test_cells = [grade_id(c) for c in nb.cells if is_test_cell(c)]
+    assert len(test_cells) == len(set(test_cells)), f"duplicate test cell ids: {test_cells}"
+    assert set(checks) == set(test_cells), (
+        f"checks without a test cell: {sorted(set(checks) - set(test_cells))}; "
+        f"test cells without a check: {sorted(set(test_cells) - set(checks))}"
+    )
+    assert all(callable(check) for check in checks.values())
+    assert sorted(table.tests) == sorted(test_cells), "the groups cover every test cell once"
+    code = {grade_id(c) for c in nb.cells if c.cell_type == "code"}
+    answers = {grade_id(c) for c in nb.cells if c.cell_type == "code" and is_answer(c)}
+    assert sorted(table.answer_cells) == sorted(answers - table.display_only), (
+        "every code answer cell is in one group, or display-only"
+    )
+    assert table.display_only <= code - set(test_cells)
+    assert set(table.depends) <= set(test_cells)
+    assert set().union(*table.depends.values()) <= answers
+    for cell, (_, readers) in table.in_process_stubs.items():
+        assert cell in answers and set(readers) <= set(test_cells)
+    assert table.fixed_inputs <= set(checks)
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_case_ids_are_unique_and_name_real_cells(assignment):
+    table = TABLES[assignment]
+    ids = [c.id for c in table.cases]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+    for case in table.cases:
+        assert case.answers and set(case.answers) <= set(table.groups[case.group][0]), case.id
+        assert set(case.fails) <= set(table.tests), (case.id, set(case.fails) - set(table.tests))
+    assert set(table.messages) <= set(ids)
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_a_mistake_costs_other_groups_only_through_depends(assignment):
+    """A test of another group that a case must fail reads the case's cells (DEPENDS)."""
+    table = TABLES[assignment]
+    for case in table.cases:
+        if not case.alone:
+            for test in case.fails:
+                assert table.dependencies(test) & set(case.answers), (case.id, test)
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_every_answer_has_four_correct_and_eight_wrong_cases(assignment):
+    assert_table_size(TABLES[assignment])
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_packing_never_mixes_dependent_cases(assignment):
+    table = TABLES[assignment]
+    packs = table.pack()
+    assert sorted(c.id for pack in packs for c in pack) == sorted(c.id for c in table.cases)
+    for pack in packs:
+        for i, a in enumerate(pack):
+            assert not a.alone or len(pack) == 1
+            for b in pack[i + 1 :]:
+                assert not table.conflict(a, b), (a.id, b.id)
+
+
+# ------------------------------------------------------------------- fast, in process
+
+
+# first, so that -n auto starts the longest fast test early
+@pytest.mark.parametrize("assignment", TABLES)
+def test_correct_alternatives_pass_with_one_and_two_torch_threads(assignment):
+    """Issue 16: under one secret, every correct alternative gets the same verdicts (all
+    passes) with torch on one thread and on two."""
+    table = TABLES[assignment]
+    secret = verdict.new_secret()
+    threads = torch.get_num_threads()
+    compared, differ = 0, {}
+    try:
+        for case in (c for c in table.cases if c.correct and not c.alone):
+            verdicts = {}
+            for n in (1, 2):
+                torch.set_num_threads(n)
+                verdicts[n] = table.judge(case, secret=secret)
+            compared += len(verdicts[1])
+            if not verdicts[1] == verdicts[2] == dict.fromkeys(verdicts[1]):
+                differ[case.id] = verdicts
+    finally:
+        torch.set_num_threads(threads)
+    print(f"{assignment}: {compared} (case, test) verdicts compared under 1 and 2 threads")
+    assert compared and not differ, (
+        f"{len(differ)} cases changed or failed ({compared} verdicts compared): {differ}"
+    )
+
+
+@pytest.mark.parametrize(("assignment", "case"), cases(in_process=True))
+def test_case_in_process(assignment, case):
+    table = TABLES[assignment]
+    verdicts = table.judge(case)
+    assert_verdicts(case, verdicts, table.in_process(case)[1])
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_release_stubs_earn_no_autograded_point_in_process(assignment):
+    table = TABLES[assignment]
+    verdicts = table.judge(Case("release", "stubs", release_stubs(assignment)), table.tests)
+    assert set(verdicts) == set(table.tests)
+    assert all(verdicts.values()), [t for t, error in verdicts.items() if error is None]
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_checks_draw_every_input_from_the_secret(assignment):
+    """The same secret sends the kernel the same requests; another secret, other inputs.
+
+    FIXED_INPUTS checks have no random input: the same requests under every secret.
+    """
+    table = TABLES[assignment]
+    ns, sources = solution_namespace(assignment)
+    for test, check in verdict.checks_of(assignment).items():
+        first = kernel_requests(check, ns, sources, "secret-a")
+        assert kernel_requests(check, ns, sources, "secret-a") == first, f"{test}: same secret"
+        other = kernel_requests(check, ns, sources, "secret-b")
+        if test in table.fixed_inputs:
+            assert other == first, f"{test} depends on the secret"
+        else:
+            assert calls(first), f"{test} calls nothing"
+            assert other != first, f"{test}: inputs do not depend on the secret"
+
+
+@pytest.mark.parametrize("assignment", [a for a, t in TABLES.items() if t.messages])
+def test_failure_messages_name_the_mistake(assignment):
+    """Named mistakes, with the words the student reads in the failure of the test named."""
+    table = TABLES[assignment]
+    by_id = {c.id: c for c in table.cases}
+    for case_id, (test, words) in table.messages.items():
+        message = table.judge(by_id[case_id], {test})[test] or ""
+        assert words in message, (case_id, test, message)
+
+
+# ------------------------------------------------------------ slow: real autograding
+
+
+@pytest.fixture(scope="session")
+def autograded(tmp_path_factory):
+    """assignment -> (scores, {student: its cases}): one nbgrader run per assignment, cached."""
+    runs = {}
+
+    def run(assignment):
+        if assignment not in runs:
+            start = time.monotonic()
+            course = tmp_path_factory.mktemp(assignment) / "course"
+            runs[assignment] = autograde_table(course, TABLES[assignment])
+            seconds = time.monotonic() - start
+            print(f"\n{assignment}: {len(runs[assignment][1]) + 2} submissions in {seconds:.0f} s")
+        return runs[assignment]
+
+    return run
+
+
+def scores_of(assignment, autograded, student):
+    """test -> (score, max score, ...) of ``student``'s autograded tests."""
+    scores, _ = autograded(assignment)
+    assert student in scores, f"{assignment}: grading {student} crashed"
+    tests = TABLES[assignment].tests
+    missing = set(tests) - set(scores[student])
+    assert not missing, f"{assignment}: {student} was not graded on {sorted(missing)}"
+    return {test: scores[student][test] for test in tests}
+
+
+@pytest.mark.parametrize("assignment", [slow(a) for a in TABLES])
+def test_solution_gets_every_autograded_point(assignment, autograded):
+    lost = {t: s for t, s in scores_of(assignment, autograded, "solution").items() if s[0] != s[1]}
+    assert not lost, f"the instructor solution lost points: {lost}"
+
+
+@pytest.mark.parametrize("assignment", [slow(a) for a in TABLES])
+def test_release_gets_zero_and_grading_does_not_crash(assignment, autograded):
+    got = scores_of(assignment, autograded, "release")
+    assert all(s[0] == 0 for s in got.values()), {t: s for t, s in got.items() if s[0]}
+
+
+@pytest.mark.parametrize(("assignment", "case"), cases(in_process=False))
+def test_case_autograded(assignment, case, autograded):
+    _, members = autograded(assignment)
+    student = next(s for s, pack in members.items() if case in pack)
+    got = scores_of(assignment, autograded, student)
+    for test in sorted(TABLES[assignment].judged(case)):
+        score, max_score, _ = got[test]
+        if test in case.fails:
+            assert score == 0, f"{case.id}: {test} gave {score}/{max_score} to a wrong answer"
+        else:
+            assert score == max_score, f"{case.id}: {test} gave {score}/{max_score} to a right one"
+
+
+@pytest.mark.parametrize("assignment", [slow(a) for a in TABLES])
+def test_mistakes_cost_points_nowhere_else(assignment, autograded):
+    _, members = autograded(assignment)
+    for student, pack in members.items():
+        fails = {t for case in pack for t in case.fails}
+        got = scores_of(assignment, autograded, student)
+        moved = {t: s for t, s in got.items() if t not in fails and s[0] != s[1]}
+        assert not moved, f"{student} ({[c.id for c in pack]}) lost points elsewhere: {moved}"
