@@ -140,7 +140,8 @@ def test_packing_never_mixes_dependent_cases(assignment):
 # ------------------------------------------------------------------- fast, in process
 
 
-# first, so that -n auto starts the longest fast test early
+# slow: every correct alternative judged twice (about 3 minutes for attention_variants alone)
+@pytest.mark.slow
 @pytest.mark.parametrize("assignment", TABLES)
 def test_correct_alternatives_pass_with_one_and_two_torch_threads(assignment):
     """Issue 16: under one secret, every correct alternative gets the same verdicts (all
