@@ -250,3 +250,33 @@ def layer_weight(found):
     """``found.weight`` as data (a plain tensor), or None when the layer has no plain weight."""
     weight = getattr(found, "weight", None) if isinstance(found, Remote) else None
     return weight if type(weight) is torch.Tensor else None
+
+
+def load_linear(
+    model, name, weight, part, missing_cause=None, shape_cause=None, expected="an object"
+):
+    """Load ``weight`` into the kernel's ``model.<name>.weight`` and zero its bias if it has one
+    (a bias costs the attribute test only). A missing layer, or a weight of another shape, fails
+    naming it; ``shape_cause(current_shape)`` says why the shape may be wrong."""
+    found = submodule(model, name)
+    current = layer_weight(found)
+    if current is None:
+        fail(
+            f"{part}: the model has no linear layer `{name}` with a `.weight`",
+            "nn.Linear",
+            describe(found),
+            missing_cause,
+        )
+    if tuple(current.shape) != tuple(weight.shape):
+        fail(
+            f"{part}: `{name}.weight` has the wrong shape, so the test cannot load its weights",
+            tuple(weight.shape),
+            tuple(current.shape),
+            shape_cause(tuple(current.shape)) if shape_cause else None,
+        )
+    loading = f"{part}: loading the test's weights into `{name}.weight`"
+    handle = found.attr("weight", ref=True)
+    call(method(handle, "copy_", loading, expected), (weight,), loading, no_grad=True, ref=True)
+    if getattr(found, "bias", None) is not None:
+        handle = found.attr("bias", ref=True)
+        call(method(handle, "zero_", loading, expected), (), loading, no_grad=True, ref=True)

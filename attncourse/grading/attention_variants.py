@@ -29,6 +29,7 @@ from attncourse.checks import (
     describe,
     fail,
     layer_weight,
+    load_linear,
     method,
     randn,
     rel_error,
@@ -494,31 +495,15 @@ def _attention_mistakes(args, H, G, D_qk, D_v):
 
 def _set_linear(model, name, weight, part):
     """Load ``weight`` into the student's ``model.<name>`` in the kernel (bias zeroed if any)."""
-    layer = submodule(model, name)
-    current = layer_weight(layer)
-    if current is None:
-        fail(
-            f"{part}: the model has no linear layer `{name}` with a `.weight`",
-            "nn.Linear",
-            describe(layer),
-        )
-    if tuple(current.shape) != tuple(weight.shape):
-        rows, cols = current.shape
+
+    def shape_cause(current):
+        rows, cols = current
         copies = name in ("W_K", "W_V") and cols == weight.shape[1] and rows % weight.shape[0] == 0
-        fail(
-            f"{part}: `{name}.weight` has the wrong shape, so the test cannot load its weights",
-            tuple(weight.shape),
-            tuple(current.shape),
-            f"{rows // weight.shape[0]} copies of the {name[-1]} projection; store only its G heads"
-            if copies and rows > weight.shape[0]
-            else "see the attribute test of this part",
-        )
-    loading = f"{part}: loading the test's weights into `{name}.weight`"
-    handle = layer.attr("weight", ref=True)
-    call(method(handle, "copy_", loading), (weight,), loading, no_grad=True, ref=True)
-    if getattr(layer, "bias", None) is not None:  # a bias costs the attribute test only
-        handle = layer.attr("bias", ref=True)
-        call(method(handle, "zero_", loading), (), loading, no_grad=True, ref=True)
+        if copies and rows > weight.shape[0]:
+            return f"{rows // weight.shape[0]} copies of the {name[-1]} projection; store only its G heads"
+        return "see the attribute test of this part"
+
+    load_linear(model, name, weight, part, shape_cause=shape_cause)
 
 
 def _linear_shapes(spec):

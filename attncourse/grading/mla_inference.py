@@ -37,6 +37,7 @@ from attncourse.checks import (
     fail,
     generator,
     layer_weight,
+    load_linear,
     method,
     randn,
     rel_error,
@@ -393,40 +394,8 @@ def _build(ns, part, dims):
 
 def _set_linear(model, name, weight, part):
     """Load ``weight`` into ``model.<name>`` in the kernel (a bias, if any, is zeroed)."""
-    layer = submodule(model, name)
-    current = layer_weight(layer)
-    if current is None:
-        fail(
-            f"{part}: the model has no linear layer `{name}` with a `.weight`",
-            "nn.Linear",
-            describe(layer),
-            "see the attribute test of Part 2",
-        )
-    if tuple(current.shape) != tuple(weight.shape):
-        fail(
-            f"{part}: `{name}.weight` has the wrong shape, so the test cannot load its weights",
-            tuple(weight.shape),
-            tuple(current.shape),
-            "see the attribute test of Part 2",
-        )
-    loading = f"{part}: loading the test's weights into `{name}.weight`"
-    handle = layer.attr("weight", ref=True)
-    call(
-        method(handle, "copy_", loading, expected="an nn.Module"),
-        (weight,),
-        loading,
-        no_grad=True,
-        ref=True,
-    )
-    if getattr(layer, "bias", None) is not None:  # a bias costs the attribute test only
-        handle = layer.attr("bias", ref=True)
-        call(
-            method(handle, "zero_", loading, expected="an nn.Module"),
-            (),
-            loading,
-            no_grad=True,
-            ref=True,
-        )
+    cause = "see the attribute test of Part 2"
+    load_linear(model, name, weight, part, cause, lambda _: cause, expected="an nn.Module")
 
 
 def _loaded_model(ns, part, dims, test_id):
