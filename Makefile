@@ -28,7 +28,7 @@ demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedb
 	$(BIN)/attncourse demo
 
 test: venv  ## the whole pytest suite
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25
 
 test-fast: venv  ## in parallel, no kernel started: no autograde run, sandbox or browser
 	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow and not browser and not kernel"
