@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 from jupyter_core.utils import run_sync
-from test_sandbox import kernel_output, needs, sandboxed_kernel
+from sandboxkit import kernel_output, needs, sandboxed_kernel
 
 from attncourse.sandbox import cgroups
 from attncourse.sandbox.cgroups import cgroup_prefix, memory_cgroup_parent, remove_cgroups

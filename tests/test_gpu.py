@@ -11,9 +11,9 @@ import resource
 import pytest
 import torch
 from jupyter_core.utils import run_sync
-from test_sandbox import sandboxed_kernel
+from sandboxkit import sandboxed_kernel
 
-from attncourse import checks
+from attncourse.judge import checks
 from attncourse.judge.channel import KernelChannel, LocalChannel
 from attncourse.judge.remote import Remote, Session, StudentNamespace, StudentRaised
 

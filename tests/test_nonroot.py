@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from sandboxkit import reachable
 from snoop import SNOOP, Listener, snoop_report
 from toy_course import ASSIGNMENT, make_course, submission, submit
 
@@ -35,33 +36,6 @@ from attncourse.gradebook import cell_scores
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("nonroot")]
 
 GRADER = 65534  # "nobody": an uid that owns nothing on the machine
-
-
-def _blocked_ancestors(path):
-    """(directory, child) pairs on the way to ``path`` that others may not enter."""
-    path = Path(path).resolve()
-    return [
-        (parent, path.parts[len(parent.parts)])
-        for parent in reversed(path.parents)
-        if not os.stat(parent).st_mode & 0o001
-    ]
-
-
-def _reachable(paths, scratch):
-    """Shell lines that make each of ``paths`` reachable in this mount namespace."""
-    lines = []
-    pairs = sorted({pair for p in paths for pair in _blocked_ancestors(p)})
-    for i, (parent, child) in enumerate(pairs):
-        keep = scratch / f"keep-{i}"
-        keep.mkdir()
-        target = shlex.quote(str(parent / child))
-        lines += [
-            f"mount --bind {target} {shlex.quote(str(keep))}",
-            f"mount -t tmpfs -o mode=755,size=1m tmpfs {shlex.quote(str(parent))}",
-            f"mkdir {target}",
-            f"mount --move {shlex.quote(str(keep))} {target}",
-        ]
-    return lines
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +101,7 @@ def graded():
     drop = ["setpriv", f"--reuid={GRADER}", f"--regid={GRADER}", "--clear-groups"]
     drop += ["env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, "-c", grade]
     script = "\n".join(
-        ["set -e", *_reachable([sys.executable, ROOT], base), "exec " + shlex.join(drop)]
+        ["set -e", *reachable([sys.executable, ROOT], base), "exec " + shlex.join(drop)]
     )
     run = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],

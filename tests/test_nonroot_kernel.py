@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from test_nonroot import _reachable
+from sandboxkit import reachable
 
 from attncourse.course import ROOT
 
@@ -54,7 +54,7 @@ print(json.dumps(seen))
 SCRIPT = f"""
 import json, sys
 sys.path.insert(0, {str(TESTS)!r})
-from test_sandbox import kernel_output, sandboxed_kernel
+from sandboxkit import kernel_output, sandboxed_kernel
 with sandboxed_kernel() as (_, km, kc):
     reply, text = kernel_output(kc, {ATTEMPTS!r})
     print(json.dumps({{"status": reply["status"], "seen": text, "got": km.protections()}}))
@@ -78,7 +78,7 @@ def attempted():
     drop = ["setpriv", f"--reuid={GRADER}", f"--regid={GRADER}", "--clear-groups"]
     drop += ["env", "-i", *env, sys.executable, "-c", SCRIPT]
     script = "\n".join(
-        ["set -e", *_reachable([sys.executable, ROOT], scratch), "exec " + shlex.join(drop)]
+        ["set -e", *reachable([sys.executable, ROOT], scratch), "exec " + shlex.join(drop)]
     )
     run = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],

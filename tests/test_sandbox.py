@@ -5,11 +5,9 @@ test checks that a recorded protection really holds, and is skipped (saying
 which) where the platform did not give it.
 """
 
-import contextlib
 import json
 import os
 import resource
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from jupyter_core.utils import run_sync
+from sandboxkit import kernel_output, needs, sandboxed_kernel, tempfile_dir
 
 import attncourse
 from attncourse.course import ROOT
@@ -78,50 +77,6 @@ def probed(tmp_path_factory):
     log = (run / "kernel.log").read_text()
     assert done.returncode == 0, log
     return json.loads(log.strip().splitlines()[-1]), record, work
-
-
-def tempfile_dir():
-    import tempfile
-
-    path = tempfile.mkdtemp(prefix="attncourse-test-sandbox-")
-    os.chmod(path, 0o711)
-    return path
-
-
-@contextlib.contextmanager
-def sandboxed_kernel(**traits):
-    """A started, ready kernel of a SandboxKernelManager(**traits): yields (root, km, kc)."""
-    root = Path(tempfile_dir())
-    (root / "work").mkdir()
-    (root / "run").mkdir()
-    km = SandboxKernelManager(**traits)
-    km.use_run_dir(root / "run")
-    run_sync(km.start_kernel)(
-        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
-    )
-    kc = km.client()
-    try:
-        kc.start_channels()
-        run_sync(kc.wait_for_ready)(timeout=120)
-        yield root, km, kc
-    finally:
-        kc.stop_channels()
-        run_sync(km.shutdown_kernel)(now=True)
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def kernel_output(kc, code, timeout=60):
-    """Run ``code`` in the kernel of ``kc``; return (its reply's content, its printed text)."""
-    out = []
-    reply = run_sync(kc.execute_interactive)(
-        code, timeout=timeout, output_hook=lambda msg: out.append(msg["content"].get("text", ""))
-    )
-    return reply["content"], "".join(out)
-
-
-def needs(record, key):
-    if not record.get(key):
-        pytest.skip(f"this platform gave the sandbox no {key.replace('_', ' ')}")
 
 
 def test_kernel_runs_in_its_working_copy(probed):
@@ -293,7 +248,7 @@ GRADING_FILES = [
     PACKAGE / "grading",
     PACKAGE / "grading" / "__init__.py",
     PACKAGE / "judge",
-    PACKAGE / "checks.py",
+    PACKAGE / "judge" / "checks.py",
     ROOT / "source",
     ROOT / "release",
     ROOT / "gradebook.db",
@@ -305,7 +260,7 @@ out = {{"course": sorted(os.listdir({root!r}))}}
 out["package"] = sorted(os.path.relpath(os.path.join(folder, name), {package!r})
                         for folder, _, names in os.walk({package!r}) for name in names)
 out["modules"] = sorted(m for m in sys.modules
-                        if m.startswith(("attncourse.checks", "attncourse.grading", "attncourse.judge")))
+                        if m.startswith(("attncourse.judge.checks", "attncourse.grading", "attncourse.judge")))
 out["found"] = {{}}
 for path in {secrets!r}:
     try:
@@ -313,7 +268,7 @@ for path in {secrets!r}:
         out["found"][path] = "exists"
     except OSError as e:
         out["found"][path] = type(e).__name__
-for name in ["attncourse.checks", "attncourse.grading", "attncourse.judge",
+for name in ["attncourse.judge.checks", "attncourse.grading", "attncourse.judge",
              "attncourse.sandbox.kernelmanager", "attncourse.sandbox.launcher"]:
     try:
         out[name] = importlib.import_module(name).__file__
@@ -361,7 +316,7 @@ def test_the_grading_code_cannot_be_imported_and_is_not_in_a_forked_kernels_memo
     assert record["preloaded"] is True
     assert seen["modules"] == []
     needs(record, "mount_namespace")
-    for name in ["attncourse.checks", "attncourse.grading", "attncourse.judge"]:
+    for name in ["attncourse.judge.checks", "attncourse.grading", "attncourse.judge"]:
         assert seen[name] == "ModuleNotFoundError", (name, seen[name])
     assert seen["attncourse.sandbox.kernelmanager"] == "ModuleNotFoundError"  # the grader's side
     launcher = PACKAGE / "sandbox" / "launcher.py"

@@ -40,8 +40,6 @@ LAYERS = {
     ],
     "judge and sandbox": [
         "attncourse.judge",
-        "attncourse.checks",
-        "attncourse.rules",
         "attncourse.grading",
         "attncourse.sandbox",
     ],
@@ -176,7 +174,7 @@ def test_the_kernel_side_imports_only_the_kernel_side():
 
 
 def test_the_kernel_side_holds_nothing_of_the_grading_code():
-    grading = ("attncourse.grading", "attncourse.judge", "attncourse.checks", "attncourse.rules")
+    grading = ("attncourse.grading", "attncourse.judge")
     assert not [m for m in KERNEL_MODULES if m.startswith(grading)]
     assert {"attncourse.sandbox.kernelmanager", "attncourse.sandbox.proctree"}.isdisjoint(
         KERNEL_MODULES
@@ -185,7 +183,11 @@ def test_the_kernel_side_holds_nothing_of_the_grading_code():
 
 def test_the_fork_server_never_preloads_grading_code():
     assert all(kernel_safe(name) for name in SandboxKernelManager().preload)
-    for name in ["attncourse.checks", "attncourse.grading.attention_variants", "attncourse.judge"]:
+    for name in [
+        "attncourse.judge.checks",
+        "attncourse.grading.attention_variants",
+        "attncourse.judge",
+    ]:
         assert not kernel_safe(name), name
 
 
@@ -313,3 +315,26 @@ def test_the_judge_loads_every_assignments_checks(assignment):
     tests = {c.metadata.nbgrader["grade_id"] for c in cells if is_test_cell(c)}
     assert tests <= set(checks)
     assert all(callable(check) for check in checks.values())
+
+
+def test_no_test_module_imports_another():
+    """Helpers the tests share live in helper modules (``casetable``, ``sandboxkit``,
+    ``toy_course``, ...) and fixtures in ``conftest.py``: importing a test module would run
+    its module-level setup and collect its tests twice."""
+    tests = {p.stem for p in (ROOT / "tests").glob("test_*.py")}
+    found = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            found += [f"{path.name} imports {n}" for n in names if n in tests]
+        # kernels and subprocesses run code given as text: catch ``from test_x import`` there too
+        found += [
+            f"{path.name} runs text that imports {m}"
+            for m in re.findall(r"^\s*(?:from|import) (test_\w+)", path.read_text(), re.M)
+            if m in tests and f"{path.name} imports {m}" not in found
+        ]
+    assert found == []

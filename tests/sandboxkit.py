@@ -1,0 +1,88 @@
+"""Helpers of the tests that start a sandboxed kernel or reach into a grader's mounts.
+
+Shared by ``test_sandbox``, ``test_budgets``, ``test_gpu``, ``test_nonroot`` and
+``test_nonroot_kernel`` (a helper module, as ``toy_course`` and ``casetable`` are: no test
+module imports from another).
+"""
+
+import contextlib
+import os
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from jupyter_core.utils import run_sync
+
+from attncourse.sandbox.kernelmanager import SandboxKernelManager
+
+
+def tempfile_dir():
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="attncourse-test-sandbox-")
+    os.chmod(path, 0o711)
+    return path
+
+
+@contextlib.contextmanager
+def sandboxed_kernel(**traits):
+    """A started, ready kernel of a SandboxKernelManager(**traits): yields (root, km, kc)."""
+    root = Path(tempfile_dir())
+    (root / "work").mkdir()
+    (root / "run").mkdir()
+    km = SandboxKernelManager(**traits)
+    km.use_run_dir(root / "run")
+    run_sync(km.start_kernel)(
+        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
+    )
+    kc = km.client()
+    try:
+        kc.start_channels()
+        run_sync(kc.wait_for_ready)(timeout=120)
+        yield root, km, kc
+    finally:
+        kc.stop_channels()
+        run_sync(km.shutdown_kernel)(now=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def kernel_output(kc, code, timeout=60):
+    """Run ``code`` in the kernel of ``kc``; return (its reply's content, its printed text)."""
+    out = []
+    reply = run_sync(kc.execute_interactive)(
+        code, timeout=timeout, output_hook=lambda msg: out.append(msg["content"].get("text", ""))
+    )
+    return reply["content"], "".join(out)
+
+
+def needs(record, key):
+    if not record.get(key):
+        pytest.skip(f"this platform gave the sandbox no {key.replace('_', ' ')}")
+
+
+def blocked_ancestors(path):
+    """(directory, child) pairs on the way to ``path`` that others may not enter."""
+    path = Path(path).resolve()
+    return [
+        (parent, path.parts[len(parent.parts)])
+        for parent in reversed(path.parents)
+        if not os.stat(parent).st_mode & 0o001
+    ]
+
+
+def reachable(paths, scratch):
+    """Shell lines that make each of ``paths`` reachable in this mount namespace."""
+    lines = []
+    pairs = sorted({pair for p in paths for pair in blocked_ancestors(p)})
+    for i, (parent, child) in enumerate(pairs):
+        keep = scratch / f"keep-{i}"
+        keep.mkdir()
+        target = shlex.quote(str(parent / child))
+        lines += [
+            f"mount --bind {target} {shlex.quote(str(keep))}",
+            f"mount -t tmpfs -o mode=755,size=1m tmpfs {shlex.quote(str(parent))}",
+            f"mkdir {target}",
+            f"mount --move {shlex.quote(str(keep))} {target}",
+        ]
+    return lines
