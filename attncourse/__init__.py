@@ -25,10 +25,10 @@ nbgrader plugins
     ``lms``                release zips and collection of an LMS's download
 
 The judge and the sandbox
-    ``judge/``        hidden tests computed in the grader's process, asking the kernel for data
-    ``checks``        the judge's comparisons and the run's secret inputs
-    ``rules``         source rules, read from the student's code
-    ``grading/``      each assignment's hidden checks (``CHECKS``), loaded by the judge only
+    ``judge/``        hidden tests computed in the grader's process, asking the kernel for data;
+                      ``judge.checks`` and ``judge.rules`` are what every assignment's checks share
+    ``grading/``      one module per assignment: its hidden checks (``CHECKS``), loaded by the
+                      judge only; nothing else lives there
     ``sandbox/``      each kernel in a sandbox: its kernel side and the grader's kernel manager
 
 Course files and notebooks

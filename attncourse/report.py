@@ -6,7 +6,7 @@ matplotlib figures embedded as PNG and tables beside them:
 - the distribution of total scores;
 - per test, the share of submissions that failed it, and the mistakes the
   class made most — the "likely cause" lines of the tests' failure messages
-  (``attncourse.checks.fail``), else the first line of the message;
+  (``attncourse.judge.checks.fail``), else the first line of the message;
 - the integrity findings (:mod:`attncourse.integrity`) per student;
 - the grading time per student: from the summary ``attncourse grade`` writes
   (``autograded/.attncourse/<assignment>/summary.json``, whose ``students``

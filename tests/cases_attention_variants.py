@@ -1699,7 +1699,7 @@ wrong(
     P1,
     "the helpers are rebound before any hidden test imported the grading module",
     alone=True,
-    p1_head_shapes="import attncourse.checks as _c\n\n"
+    p1_head_shapes="import attncourse.judge.checks as _c\n\n"
     "_c.check_shape = lambda *args, **kwargs: None\n_c.fail = lambda *args, **kwargs: None\n"
     "_c.restore_pristine = lambda: None\n\n\n"
     + head_shapes("return (D_1, D_qk), (D_2, D_qk), (D_2, D_v)"),

@@ -1,7 +1,7 @@
 """Run notebook cell sources in-process the way the grading kernel does.
 
 IPython registers every cell's text in ``linecache`` under a fake file name, which
-is how :mod:`attncourse.rules` finds the source of a student's function. ``run_cell``
+is how :mod:`attncourse.judge.rules` finds the source of a student's function. ``run_cell``
 does the same, so the rules and the hidden checks can be exercised without a
 kernel.
 """

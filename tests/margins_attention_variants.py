@@ -34,10 +34,9 @@ from cases_attention_variants import ASSIGNMENT, EXPERIMENT_DATA, UNSCALED_DATA 
 from casetable import load, run_in_process  # noqa: E402
 from cellrun import fresh_namespace, run_cell  # noqa: E402
 
-from attncourse import checks  # noqa: E402
 from attncourse.course import ROOT, notebook_path  # noqa: E402
 from attncourse.grading import attention_variants as av  # noqa: E402
-from attncourse.judge import verdict  # noqa: E402
+from attncourse.judge import checks, verdict  # noqa: E402
 from attncourse.submissions import solution_answers  # noqa: E402
 
 TABLE = load(ASSIGNMENT)

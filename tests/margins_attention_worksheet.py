@@ -28,9 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cases_attention_worksheet import ASSIGNMENT, CASES, GROUPS  # noqa: E402
 from casetable import solution_namespace  # noqa: E402
 
-from attncourse import checks  # noqa: E402
 from attncourse.grading import attention_worksheet as aw  # noqa: E402
-from attncourse.judge import verdict  # noqa: E402
+from attncourse.judge import checks, verdict  # noqa: E402
 from attncourse.judge.channel import LocalChannel  # noqa: E402
 from attncourse.judge.remote import Session, StudentNamespace  # noqa: E402
 

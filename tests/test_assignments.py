@@ -74,6 +74,19 @@ def test_assignment_is_found_by_convention(assignment):
     assert notebook_path(ROOT, "release", assignment).exists(), "run make release"
 
 
+def test_every_grading_module_and_case_table_belongs_to_an_assignment():
+    """The converse of the convention: ``grading/`` holds one module per assignment and
+    nothing else (what checks share lives in ``attncourse.judge``), and no case table or
+    per-assignment test module outlives its assignment."""
+    grading = Path(verdict.__file__).parents[1] / "grading"
+    modules = {p.stem for p in grading.glob("*.py")} - {"__init__"}
+    assert modules - set(ASSIGNMENTS) == set(), "grading modules without source/<a>/"
+    tables = {p.stem.removeprefix("cases_") for p in HERE.glob("cases_*.py")}
+    assert tables - set(ASSIGNMENTS) == set(), "case tables without source/<a>/"
+    margins = {p.stem.removeprefix("margins_") for p in HERE.glob("margins_*.py")}
+    assert margins - set(ASSIGNMENTS) == set(), "margin scripts without source/<a>/"
+
+
 @pytest.mark.parametrize("assignment", TABLES)
 def test_checks_are_exactly_the_test_cells_of_the_source_notebook(assignment):
     table, checks = TABLES[assignment], verdict.checks_of(assignment)

@@ -47,7 +47,7 @@ def hidden_lines():
     """Lines of the grading module that no student file contains (what must never leak)."""
     public = notebook_path(ROOT, "release", ASSIGNMENT).read_text()
     lines = set()
-    for module in ("attncourse/grading/attention_variants.py", "attncourse/checks.py"):
+    for module in ("attncourse/grading/attention_variants.py", "attncourse/judge/checks.py"):
         for line in (ROOT / module).read_text().splitlines():
             line = line.strip()
             if len(line) >= 30 and line not in public and not line.startswith(("#", '"""')):

@@ -1,4 +1,4 @@
-"""attncourse.checks: the judge's comparisons, on plain data the kernel returned.
+"""attncourse.judge.checks: the judge's comparisons, on plain data the kernel returned.
 
 Each test pairs a correct (or merely different but acceptable) answer that must be accepted
 with a wrong one that must be rejected, and the message must say what was wrong.
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from attncourse import checks
-from attncourse.checks import GradingError
+from attncourse.judge import checks
 from attncourse.judge.channel import LocalChannel
+from attncourse.judge.checks import GradingError
 from attncourse.judge.remote import Remote, Session, StudentNamespace, StudentRaised
 from attncourse.judge.wire import Refused
 

@@ -23,10 +23,9 @@ import pytest
 import torch
 from nbgrader.utils import determine_grade
 
-from attncourse import checks
 from attncourse.cells import grade_id, is_test_cell
 from attncourse.course import ROOT, assignments
-from attncourse.judge import agent, verdict, wire
+from attncourse.judge import agent, checks, verdict, wire
 from attncourse.judge.channel import AGENT_NAME, AGENT_SOURCE, KernelChannel, LocalChannel
 from attncourse.judge.remote import KernelFault, Remote, Session, StudentNamespace, StudentRaised
 

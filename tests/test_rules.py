@@ -1,4 +1,4 @@
-"""attncourse.rules: the source rules read the notebook's source by name, never the kernel.
+"""attncourse.judge.rules: the source rules read the notebook's source by name, never the kernel.
 
 Every case passes the cells a student wrote as a list of source strings (or an object with
 ``.sources``, as the judge's StudentNamespace has) and names the answer it judges. Each
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from attncourse import rules
-from attncourse.checks import GradingError
+from attncourse.judge import rules
+from attncourse.judge.checks import GradingError
 
 OUTPUTS = ("W_K_MLA_hat", "W_V_MLA_hat", "W_Q_MLA_hat", "W_O_MLA_hat")
 

@@ -46,7 +46,7 @@ TOY_CHECKS = '''"""Hidden tests of the toy assignment."""
 import numpy as np
 import torch
 
-from attncourse.checks import answer, call, check_close, describe, fail
+from attncourse.judge.checks import answer, call, check_close, describe, fail
 
 
 def check_scale(ns):

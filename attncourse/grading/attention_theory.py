@@ -3,7 +3,7 @@
 The attention of this set has no scaling: ``alpha = softmax(K q)``, ``c = alpha V``
 (keys and values are the rows of K and V). The checks run in the judge, never in
 the student's kernel: each draws its instances from the run's secret
-(:func:`attncourse.checks.rng_for`, :func:`~attncourse.checks.generator`), calls the
+(:func:`attncourse.judge.checks.rng_for`, :func:`~attncourse.judge.checks.generator`), calls the
 student's function in the kernel on them (float64 tensors on the kernel's CPU: the
 simulations take a CPU ``torch.Generator``) and judges the plain data that comes
 back against references computed here in float64 with torch's numerically stable
@@ -20,8 +20,8 @@ import math
 import numpy as np
 import torch
 
-from attncourse import rules
-from attncourse.checks import (
+from attncourse.judge import rules
+from attncourse.judge.checks import (
     answer,
     call,
     check_close,

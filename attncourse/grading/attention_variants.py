@@ -21,8 +21,8 @@ import re
 import numpy as np
 import torch
 
-from attncourse import checks, rules
-from attncourse.checks import (
+from attncourse.judge import checks, rules
+from attncourse.judge.checks import (
     GradingError,
     call,
     check_close,

@@ -8,7 +8,7 @@ The checks run in the judge, never in the student's kernel (see
 :class:`~attncourse.judge.remote.StudentNamespace`: typed answers (``Q``,
 ``SLOTS``, ``Y_mha``...) come back as plain data, and the student's functions
 are called in the kernel on inputs drawn from the run's secret
-(:func:`attncourse.checks.rng_for`, :func:`~attncourse.checks.generator`), as
+(:func:`attncourse.judge.checks.rng_for`, :func:`~attncourse.judge.checks.generator`), as
 float64 tensors on the kernel's CPU (every function here is a few small matrix
 products). Every reference is computed here in float64 on the CPU from the
 worksheet's numbers or from those inputs; the notebook's own cells are never
@@ -22,7 +22,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from attncourse.checks import (
+from attncourse.judge.checks import (
     GradingError,
     answer,
     as_shape,

@@ -2,7 +2,7 @@
 
 The checks run in the judge, never in the student's kernel. Each draws its
 dimensions, weights, inputs and positions from the run's secret
-(:func:`attncourse.checks.rng_for`, :func:`~attncourse.checks.generator`), loads the
+(:func:`attncourse.judge.checks.rng_for`, :func:`~attncourse.judge.checks.generator`), loads the
 weights into the student's own ``MLAAttention`` in the kernel (float64, on the
 kernel's grading device) and compares what comes back with references computed
 here in float64 on the CPU, written independently of the model answer: RoPE
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-from attncourse import rules
-from attncourse.checks import (
+from attncourse.judge import rules
+from attncourse.judge.checks import (
     GradingError,
     answer,
     call,

@@ -7,5 +7,12 @@
   (:class:`StudentNamespace`, :class:`Remote` handles);
 * :mod:`~attncourse.judge.channel` — reaching the agent in a kernel, or in this
   process for the fast tests;
-* :mod:`~attncourse.judge.verdict` — a check's outcome as the test cell's outputs.
+* :mod:`~attncourse.judge.verdict` — a check's outcome as the test cell's outputs;
+* :mod:`~attncourse.judge.checks` — the base of every assignment's checks: comparisons,
+  failure messages, the run's secret inputs, helpers for the student's objects;
+* :mod:`~attncourse.judge.rules` — source rules (loops, statements, forbidden calls), read
+  from the notebook's source by name.
+
+``attncourse.grading.<assignment>`` builds on ``checks`` and ``rules``; nothing here imports
+an assignment's module except :mod:`~attncourse.judge.verdict`, by name, at grading time.
 """

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from attncourse import checks
+from attncourse.judge import checks
 from attncourse.judge.remote import KernelFault, StudentNamespace, StudentRaised
 
 log = logging.getLogger(__name__)

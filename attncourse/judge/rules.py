@@ -11,7 +11,7 @@ import ast
 
 from IPython.core.inputtransformer2 import TransformerManager
 
-from attncourse.checks import fail
+from attncourse.judge.checks import fail
 
 _transform = TransformerManager().transform_cell
 _type = type
