@@ -32,7 +32,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("faults")]
 ASSIGNMENT = "attention_variants"
 PART = "p4_output_shapes"
 PART_TEST = "p4_output_shapes_test"
-TIMEOUT = ["--Execute.timeout=30"]  # three students hang on purpose; the longest honest cell takes 1.6 s
+TIMEOUT = [
+    "--Execute.timeout=30"
+]  # three students hang on purpose; the longest honest cell takes 1.6 s
 
 SOLUTION = solution_answers(nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4))[
     PART
