@@ -1,7 +1,9 @@
 """Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; torch's threads
-shared out among parallel test workers; a Dask cluster."""
+shared out among parallel test workers; the fixtures several modules use (the graded toy
+course, a Dask cluster)."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from toy_course import graded_course
 
 from attncourse.constants import threads_per_kernel
 from attncourse.course import venv_path
@@ -97,3 +100,16 @@ def dask_cluster(tmp_path):
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def graded_toy(tmp_path_factory):
+    """A course directory with the toy class autograded, once per test process (shared: do not
+    change it; ``course`` is a private copy)."""
+    return graded_course(str(tmp_path_factory.getbasetemp()))
+
+
+@pytest.fixture
+def course(graded_toy, tmp_path):
+    """A private copy of the graded toy course, to change."""
+    return shutil.copytree(graded_toy, tmp_path / "course")

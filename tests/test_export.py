@@ -5,7 +5,6 @@ import csv
 import pytest
 import toy_course
 from nbgrader.api import Gradebook
-from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
 from attncourse.export import POINTS_POSSIBLE, export_grades
 from attncourse.gradebook import cell_scores, db_url

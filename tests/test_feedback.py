@@ -9,7 +9,6 @@ import toy_course
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_output
 from nbgrader.server_extensions.formgrader import handlers
-from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
 from attncourse.autograde import prepare
 from attncourse.cells import grade_id, is_test_cell

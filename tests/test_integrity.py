@@ -11,7 +11,6 @@ import nbformat
 import pytest
 import toy_course
 from nbgrader.api import Gradebook
-from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
 from attncourse.cells import grade_id
 from attncourse.course import ROOT, assignments, notebook_path

@@ -7,7 +7,6 @@ import re
 import pytest
 import toy_course
 from nbformat.v4 import new_output
-from toy_course import _course, _graded_toy  # noqa: F401 (fixtures)
 
 from attncourse.report import build_report, failure_message, render, run_summary_path
 

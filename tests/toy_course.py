@@ -15,7 +15,6 @@ import shutil
 from pathlib import Path
 
 import nbformat
-import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attncourse.course import ROOT, nbgrader
@@ -179,15 +178,3 @@ def graded_course(base):
         submit(course, student, nb)
     autograde(course)
     return course
-
-
-@pytest.fixture(scope="session", name="graded_toy")
-def _graded_toy(tmp_path_factory):
-    """A course directory with the toy class autograded (shared: do not change it)."""
-    return graded_course(str(tmp_path_factory.getbasetemp()))
-
-
-@pytest.fixture(name="course")
-def _course(graded_toy, tmp_path):
-    """A private copy of the graded toy course, to change."""
-    return shutil.copytree(graded_toy, tmp_path / "course")
