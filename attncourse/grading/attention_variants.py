@@ -30,13 +30,13 @@ from attncourse.judge.checks import (
     fail,
     layer_weight,
     load_linear,
-    method,
     randn,
     rel_error,
     rng_for,
     shape_mistake,
     submodule,
     tensor,
+    to_grading,
 )
 from attncourse.judge.remote import Remote
 
@@ -188,12 +188,6 @@ def _int_answer(value, what):
     if type(value) is float and value.is_integer():
         return int(value)
     fail(f"{what}: expected an integer", "an int", describe(value))
-
-
-def _to_grading(ns, model, what):
-    """``model.to(device).double()`` in the kernel: the model in float64 on the grading device."""
-    moved = call(method(model, "to", what), (ns.device,), f"{what}.to(device)")
-    return call(method(moved, "double", what), (), f"{what}.double()")
 
 
 def _forward(ns, model, x, y, what):
@@ -523,7 +517,7 @@ def _check_values(ns, name, spec, part, ctor_args, test_id, trials=2):
     H, G = spec["H"], spec["G"]
     for trial in range(trials):
         built = call(cls, ctor_args, f"{name}{ctor_args}")
-        model = _to_grading(ns, built, f"{part}: {name}{ctor_args}")
+        model = to_grading(ns, built, f"{part}: {name}{ctor_args}")
         gen = _gen(f"{test_id}/{trial}")
         weights = {n: _weights(gen, *s) for n, s in _linear_shapes(spec).items()}
         for layer, weight in weights.items():
@@ -600,7 +594,7 @@ def _check_model_attributes(ns, name, attrs, spec, part, ctor_args):
                 f"{part}: `{layer_name}` has a bias", "bias=False", "a bias vector", "bias present"
             )
     B, L_1, L_2 = _dims(f"{part}/BL", ["B", "L_1", "L_2"], low=16).values()
-    model = _to_grading(ns, model, f"{part}: {name}{ctor_args}")
+    model = to_grading(ns, model, f"{part}: {name}{ctor_args}")
     gen = _gen(f"{part}/shape")
     x = randn(gen, B, L_1, spec["D_1"])
     y = randn(gen, B, L_2, spec["D_2"])
@@ -711,7 +705,7 @@ def check_mha_as_gqa(ns):
     if type(G) is not int or G != spec["H"]:
         cause = "G = 1 is multi-query attention (one shared key/value head)" if G == 1 else None
         fail("Part 8: the GQA that equals MHA has G = H", spec["H"], repr(G)[:40], cause)
-    model = _to_grading(ns, model, "Part 8: the MyGQA of mha_as_gqa")
+    model = to_grading(ns, model, "Part 8: the MyGQA of mha_as_gqa")
     gen = _gen("p8_mha_as_gqa")
     weights = {n: _weights(gen, *s) for n, s in _linear_shapes(spec).items()}
     for name, weight in weights.items():

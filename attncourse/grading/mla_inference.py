@@ -38,12 +38,12 @@ from attncourse.judge.checks import (
     generator,
     layer_weight,
     load_linear,
-    method,
     randn,
     rel_error,
     rng_for,
     submodule,
     tensor,
+    to_grading,
 )
 from attncourse.judge.remote import Remote
 
@@ -401,14 +401,7 @@ def _set_linear(model, name, weight, part):
 def _loaded_model(ns, part, dims, test_id):
     """(model in float64 on the grading device with the test's weights, the weights)."""
     model = _build(ns, part, dims)
-    moved = call(
-        method(model, "to", part, expected="an nn.Module"),
-        (ns.device,),
-        f"{part}: model.to(device)",
-    )
-    model = call(
-        method(moved, "double", part, expected="an nn.Module"), (), f"{part}: model.double()"
-    )
+    model = to_grading(ns, model, part, f"{part}: model", expected="an nn.Module")
     weights = _weights(test_id, dims)
     for name, weight in weights.items():
         _set_linear(model, name, weight, part)
@@ -461,14 +454,7 @@ def check_mla_attributes(ns):
             fail(f"{part}: `{name}` has a bias", "bias=False", "a bias vector", "bias present")
     rng = rng_for("p2_mla_attributes/x")
     B, L = rng.randint(2, 4), rng.randint(3, 7)
-    moved = call(
-        method(model, "to", part, expected="an nn.Module"),
-        (ns.device,),
-        f"{part}: model.to(device)",
-    )
-    model = call(
-        method(moved, "double", part, expected="an nn.Module"), (), f"{part}: model.double()"
-    )
+    model = to_grading(ns, model, part, f"{part}: model", expected="an nn.Module")
     x = randn(generator("p2_mla_attributes/x"), B, L, dims["D"])
     out = tensor(call(model, (ns.on_device(x),), f"{part}: forward(x)", no_grad=True), "forward")
     if tuple(out.shape) != (B, L, dims["D"]):

@@ -241,6 +241,14 @@ def method(obj, name, what, expected="an object"):
     return found
 
 
+def to_grading(ns, model, what, label=None, expected="an object"):
+    """``model.to(device).double()`` in the kernel: the student's model in float64 on the
+    grading device (a handle). ``label`` names the model in the calls' messages (``what``)."""
+    label = label or what
+    moved = call(method(model, "to", what, expected), (ns.device,), f"{label}.to(device)")
+    return call(method(moved, "double", what, expected), (), f"{label}.double()")
+
+
 def submodule(model, name):
     """The kernel's ``model.<name>`` (a handle, data, or None when it has none)."""
     return getattr(model, name, None) if isinstance(model, Remote) else None
