@@ -1,5 +1,7 @@
 """What a notebook's cells are to nbgrader and to this course, and the notebook's run record."""
 
+from dataclasses import dataclass
+
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
@@ -30,6 +32,32 @@ def student_sources(nb: NotebookNode) -> list[str]:
         and (utils.is_solution(cell) or not cell.metadata.get("nbgrader", {}).get("locked"))
         and not is_test_cell(cell)
     ]
+
+
+@dataclass(frozen=True)
+class CodeCell:
+    """A code cell as the judge's source rules read it: its place, text and role."""
+
+    index: int  # position in the notebook
+    source: str
+    grade_id: str | None = None
+    student: bool = True  # written by the student: an answer cell or a cell they added
+    answer: bool = False  # an nbgrader solution cell
+    test: bool = False  # an autograder test cell (never part of the student's code)
+
+
+def code_cells(nb: NotebookNode) -> list[CodeCell]:
+    """Every code cell of ``nb`` with its role (the course's own locked cells included:
+    nbgrader restores their source before grading, so what they import is the course's)."""
+    out = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        test = is_test_cell(cell)
+        answer = bool(utils.is_solution(cell))
+        student = not test and (answer or not cell.metadata.get("nbgrader", {}).get("locked"))
+        out.append(CodeCell(index, cell.source, grade_id(cell), student, answer, test))
+    return out
 
 
 def record_of(nb: NotebookNode) -> dict:

@@ -171,13 +171,13 @@ ROWS = [
         (),
     ),
     ("q2", "insertion_order", slots(I="H_h", A="W_k_h"), ()),
-    (
+    (  # the worksheet's import rule: "Do not add imports" costs every test of the answer
         "q2",
-        "ordered_dict",
+        "ordered_dict_imported",
         "from collections import OrderedDict\n\n"
         + slots().replace("SLOTS = ", "SLOTS = OrderedDict(")[:-1]
         + ")\n",
-        (),
+        True,
     ),
     ("q2", "q_k_weights_swapped", slots(G="W_k_h", A="W_q_h"), ["q2_projection_slots"]),
     ("q2", "k_v_weights_swapped", slots(A="W_v_h", D="W_k_h"), ["q2_projection_slots"]),

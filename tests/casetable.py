@@ -38,7 +38,7 @@ import nbformat
 from cellrun import run_cell
 
 from attncourse.autograde import autograde_submissions
-from attncourse.cells import grade_id, is_answer, is_test_cell, student_sources
+from attncourse.cells import code_cells, grade_id, is_answer, is_test_cell, student_sources
 from attncourse.course import ROOT, notebook_path
 from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
@@ -215,7 +215,7 @@ def _code_cells(nb, table, tests=()):
             yield gid, cell
 
 
-def run_in_process(assignment, answers, tests, secret=None):
+def run_in_process(assignment, answers, tests, secret=None, inserted=""):
     """Run the solution with ``answers`` in this process; return {test: None or the failure}.
 
     The code cells run in order in one namespace (errors in non-test cells are ignored, as
@@ -225,15 +225,20 @@ def run_in_process(assignment, answers, tests, secret=None):
     The slow tests grade the same cases through nbgrader and sandboxed kernels.
     """
     nb = solution_submission(ROOT, assignment, answers)
+    if inserted:  # a cell of the student's own, right after the course's first cell
+        nb.cells.insert(1, nbformat.v4.new_code_cell(inserted))
     registry = verdict.checks_of(assignment)
     secret = secret or verdict.new_secret()
     ns = {"__name__": "__main__"}
-    student = StudentNamespace(Session(LocalChannel(ns)), student_sources(nb))
+    student = StudentNamespace(Session(LocalChannel(ns)), code_cells(nb))
+    place = {id(cell): index for index, cell in enumerate(nb.cells)}
     results = {}
     with contextlib.redirect_stdout(io.StringIO()):
         for gid, cell in _code_cells(nb, load(assignment), tests):
             if gid in tests:
-                results[gid] = verdict.run_check(registry[gid], student, secret)
+                results[gid] = verdict.run_check(
+                    registry[gid], student, secret, test_index=place[id(cell)]
+                )
             else:
                 with contextlib.suppress(Exception):
                     run_cell(cell.source, ns)

@@ -42,7 +42,7 @@ def test_a_loop_in_a_helper_of_another_cell_is_found():
         "def g(x):\n    for _ in range(2):\n        x = x * 2\n    return x",
         "def f(x):\n    return g(x)",
     ]
-    with pytest.raises(GradingError, match=r"for loop at line 2 of g"):
+    with pytest.raises(GradingError, match=r"for loop in cell 1, line 2"):
         rules.assert_no_loops("f", cells, "Part X")
 
 
@@ -103,7 +103,7 @@ def test_a_method_assigned_later_in_another_cell_counts():
         "def loopy_forward(self, x):\n    while x.sum() > 0:\n        x = x - 1\n    return x",
         "MyMHA.forward = loopy_forward",
     ]
-    with pytest.raises(GradingError, match=r"while loop .* of loopy_forward"):
+    with pytest.raises(GradingError, match=r"while loop in cell 2, line 2"):
         rules.assert_no_loops("MyMHA", cells, "Part 5")
     rules.assert_no_loops("MyMHA", cells[:2], "Part 5")  # control: never attached
 
@@ -193,7 +193,7 @@ def test_ipython_magics_do_not_break_parsing():
         "f?",
     ]
     rules.assert_no_loops("f", cells, "Part X")
-    loopy = ["%load_ext autoreload\n" + LOOPS["for"] + "\n%timeit f(1)\n"]
+    loopy = ["%precision 3\n" + LOOPS["for"] + "\n%timeit f(1)\n"]
     with pytest.raises(GradingError, match="forbids loops"):
         rules.assert_no_loops("f", loopy, "Part X")
 
@@ -222,7 +222,7 @@ FUSED = {
     "functional": "def f(q, k, v):\n    return nn.functional.scaled_dot_product_attention(q, k, v)",
     "imported name": "from torch.nn.functional import scaled_dot_product_attention as sdpa\n\n\ndef f(q, k, v):\n    return sdpa(q, k, v)",
     "module": "class f(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.mha = nn.MultiheadAttention(8, 2)",
-    "getattr": 'def f(q, k, v):\n    return getattr(F, "scaled_dot_product_attention")(q, k, v)',
+    "getattr": 'def f(q, k, v):\n    return getattr(nn.functional, "scaled_dot_product_attention")(q, k, v)',
     "in a helper": "def attend(q, k, v):\n    return torch.nn.functional.multi_head_attention_forward(q, k, v)\n\n\ndef f(q, k, v):\n    return attend(q, k, v)",
 }
 
@@ -339,7 +339,9 @@ def test_one_statement_per_output_reads_a_helper_of_another_cell():
         "def helper(W):\n    t = W * 2\n    return t",
         DIRECT.replace(", W_O\n", ", helper(W_O)\n"),
     ]
-    with pytest.raises(GradingError, match="helper 'helper' computes its result in 2 statements"):
+    with pytest.raises(
+        GradingError, match=r"helper 'helper' \(cell 1\) computes its result in 2 statements"
+    ):
         rules.assert_one_statement_per_output(
             "reduced_matrices", cells, "Part 13", OUTPUTS, size_params=("H",)
         )

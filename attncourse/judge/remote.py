@@ -8,11 +8,13 @@ request to the kernel, and the answer is again data or a handle. The student's
 objects themselves never enter the judge's process.
 """
 
+import functools
 import itertools
 import json
 
 from attncourse.judge import wire
 from attncourse.judge.agent import MIME  # noqa: F401 - re-exported for the channel
+from attncourse.judge.resolve import Program, as_cells
 
 
 class KernelFault(Exception):
@@ -40,9 +42,9 @@ class Session:
         seq = next(self._seq)
         text = self.channel.send(json.dumps({"op": op, "seq": seq, **fields}))
         try:
-            reply = json.loads(text)
-        except (TypeError, ValueError, RecursionError):
-            raise KernelFault("the kernel's answer was not readable") from None
+            reply = wire.parse_reply(text)
+        except wire.ReplyError as error:
+            raise KernelFault(f"the kernel's answer was not readable ({error})") from None
         if type(reply) is not dict or reply.get("seq") != seq:
             raise KernelFault("the kernel answered a different request")
         raised = reply.get("raised")
@@ -141,7 +143,13 @@ class StudentNamespace:
 
     def __init__(self, session, sources=()):
         self._session = session
-        self.sources = list(sources)
+        self.cells = as_cells(sources)
+        self.sources = [cell.source for cell in self.cells if cell.student]
+
+    @functools.cached_property
+    def program(self) -> Program:
+        """The notebook's code, parsed once for every source rule of this grading."""
+        return Program(self.cells)
 
     def _get(self, name):
         reply = self._session.request("get", name=name)

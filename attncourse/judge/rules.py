@@ -1,250 +1,207 @@
-"""Source rules of the assignments, checked on the code a student wrote.
+"""Source rules of the assignments, proved on the code a student wrote.
 
-The judge reads them from the notebook's source, never from the kernel: the
-cells the student wrote are parsed, the answer's definition is found by its
-name, and so are the student's own helpers it refers to, so a loop hidden in a
-helper counts as a loop. Nothing the kernel says about its objects (names,
-code objects) is consulted.
+A rule holds only where the judge can prove it from the notebook's source
+(:mod:`attncourse.judge.resolve`): every name the answer's code uses, and everything that
+code reaches, resolves to the student's own ``def``/``class`` (analysed in turn), to a library
+object known by its module path (allowed or not by the rule), to a builtin, or to a computed
+value whose methods are known. What cannot be resolved (calls through subscripts or computed
+``getattr``, ``exec``, dynamic imports, a value passed in and called, operators or iteration
+of the student's own classes), and whatever any student cell does to change an answer from
+outside it (rebinding library attributes, hooks, dynamic code), fails the rule with the
+construct and its place. Nothing the kernel says about its objects is consulted.
 """
 
 import ast
 
-from IPython.core.inputtransformer2 import TransformerManager
-
 from attncourse.judge.checks import fail
+from attncourse.judge.resolve import LOOP_NODES, Program, _python, as_cells
 
-_transform = TransformerManager().transform_cell
+__all__ = [
+    "LOOP_NODES",
+    "assert_imports_in_first_cell",
+    "assert_no_fused_attention",
+    "assert_no_loops",
+    "assert_no_torch",
+    "assert_one_statement_per_output",
+    "program_of",
+    "reachable_definitions",
+]
+
 _type = type
 _isinstance = isinstance
 
-LOOP_NODES = {
-    ast.For: "a for loop",
-    ast.AsyncFor: "an async for loop",
-    ast.While: "a while loop",
-    ast.ListComp: "a list comprehension",
-    ast.SetComp: "a set comprehension",
-    ast.DictComp: "a dict comprehension",
-    ast.GeneratorExp: "a generator expression",
-}
+# The fused-attention family, wherever it lives (matched in the dotted path, lower case).
+FUSED_WORDS = (
+    "scaled_dot_product",
+    "multi_head_attention",
+    "multiheadattention",
+    "flash_attention",
+    "efficient_attention",
+    "cudnn_attention",
+    "flex_attention",
+    "transformer",
+    "sdpa",
+    "torch.nn.attention",
+)
+# Paths below PyTorch's public API: what they compute cannot be checked against the rule.
+PRIVATE = ("torch.ops", "torch._")
 
-FUSED_ATTENTION = (
-    "MultiheadAttention",
-    "scaled_dot_product_attention",
-    "multi_head_attention_forward",
-    "TransformerEncoderLayer",
-    "TransformerDecoderLayer",
-    "Transformer",
+UNVERIFIABLE = (
+    "code the judge cannot resolve statically counts as breaking the rule: write the answer "
+    "with plain calls of your own functions and of torch/numpy"
+)
+FROM_OUTSIDE = (
+    "code anywhere in the notebook that patches libraries, registers hooks or runs code the "
+    "judge cannot read counts against every rule-bound part"
 )
 
 
-# Magics that run their code in the notebook's namespace: that code is read like the cell's own.
-CODE_MAGICS = {"time", "capture"}
+def program_of(namespace) -> Program:
+    """The parsed notebook of ``namespace`` (a StudentNamespace, or a list of sources)."""
+    program = getattr(namespace, "program", None)
+    if _isinstance(program, Program):
+        return program
+    return Program(as_cells(getattr(namespace, "sources", namespace)))
 
 
-def _python(text):
-    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
-    try:
-        return _MagicCode().visit(ast.parse(_transform(text)))
-    except (SyntaxError, ValueError):
-        return None
-
-
-class _MagicCode(ast.NodeTransformer):
-    """``%time stmt`` and ``%%time``/``%%capture`` cells replaced by the statements they run."""
-
-    def visit_Expr(self, node):
-        call = node.value
-        if not (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr in ("run_line_magic", "run_cell_magic")
-            and len(call.args) >= 2
-            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
-            and call.args[0].value in CODE_MAGICS
-        ):
-            return node
-        inner = _python(call.args[-1].value)
-        return inner.body if inner is not None else node
-
-
-def _statements(body):
-    """Top-level statements, looking into if/try/with blocks (not into functions or classes)."""
-    for node in body:
-        yield node
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            inner = getattr(node, field, None)
-            if inner and not isinstance(
-                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-            ):
-                yield from _statements(inner)
-
-
-def _bindings_of(sources):
-    """name -> nodes binding it, and name -> nodes setting ``name.attr``, in notebook order.
-
-    Besides top-level definitions, assignments and imports: a function that
-    declares ``global name`` binds it, and ``setattr(name, ...)`` sets an attribute.
-    """
-    defs, attrs = {}, {}
-    for text in sources:
-        tree = _python(text)
-        if tree is None:
-            continue
-        for node in _statements(tree.body):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                defs.setdefault(node.name, []).append(node)
-                for sub in ast.walk(node):
-                    if isinstance(sub, ast.Global):
-                        for name in sub.names:
-                            defs.setdefault(name, []).append(node)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    bound = alias.asname or alias.name.split(".")[0]
-                    defs.setdefault(bound, []).append(node)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for name in _target_names(target):
-                        defs.setdefault(name, []).append(node)
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-                        attrs.setdefault(target.value.id, []).append(node)
-            for sub in ast.walk(node):
-                if (
-                    isinstance(sub, ast.Call)
-                    and isinstance(sub.func, ast.Name)
-                    and sub.func.id == "setattr"
-                    and sub.args
-                    and isinstance(sub.args[0], ast.Name)
-                ):
-                    attrs.setdefault(sub.args[0].id, []).append(node)
-    return defs, attrs
-
-
-def _names_in(node):
-    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
-
-
-def _free_names(node):
-    """Global names a definition refers to: what it loads minus its parameters and locals."""
-    if isinstance(node, ast.ClassDef):
-        outer = [*node.bases, *(k.value for k in node.keywords), *node.decorator_list]
-        names = set().union(*map(_names_in, outer)) if outer else set()
-        for stmt in node.body:
-            names |= _free_names(stmt)
-        return names
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return _names_in(node)
-    args = node.args
-    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    inner = [sub for stmt in node.body for sub in ast.walk(stmt)]
-    declared = {n for sub in inner if isinstance(sub, ast.Global) for n in sub.names}
-    stored = {
-        sub.id for sub in inner if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)
-    }
-    loaded = {
-        sub.id for sub in inner if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
-    }
-    outer = [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]
-    names = set().union(*map(_names_in, outer)) if outer else set()
-    return (loaded - ((params | stored) - declared)) | names
-
-
-def _sources(namespace):
-    return getattr(namespace, "sources", namespace)
-
-
-def reachable_definitions(name, namespace):
-    """AST nodes of the student's code that define ``name`` and every helper it refers to.
-
-    Read from the notebook's source (``namespace.sources``: the cells the
-    student wrote), never from the kernel: every binding of each name anywhere
-    in those cells (a draft left in a cell of their own counts too: the kernel
-    may hold any of them), assignments to its attributes (``MyMHA.forward = f``,
-    ``setattr``), and, through the global names they use, the student's own
-    helpers, base classes and aliases. The first node is the last ``def`` or
-    ``class`` of ``name`` itself (an alias is followed).
-    """
-    defs, attrs = _bindings_of(_sources(namespace))
-    nodes, seen, todo = [], set(), [name]
-    while todo:
-        current = todo.pop(0)
-        if current in seen or current not in defs:
-            continue
-        seen.add(current)
-        found = [*defs[current], *attrs.get(current, [])]
-        nodes.extend(n for n in found if n not in nodes)
-        for node in found:
-            todo.extend(sorted(_free_names(node) - seen))
-    primary = [
-        n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    ]
-    if not primary:
+def _reach(name, namespace, skip=()):
+    program = program_of(namespace)
+    reach = program.reach(name, skip)
+    if reach.primary is None:
         fail(
             f"could not find the definition of `{name}` in your cells",
             f"`{name}` defined with def or class in a notebook cell",
             "no such definition in the notebook's source",
             "defining it through exec, type(...) or globals() hides it from the grader",
         )
-    first = next((n for n in reversed(primary) if n.name == name), primary[-1])
-    return [first, *[n for n in nodes if n is not first]]
+    return program, reach
 
 
-def assert_no_loops(name, namespace, part):
-    """Fail if the answer, or a helper it calls, loops (for, while, comprehensions, generators)."""
-    for node in reachable_definitions(name, namespace):
-        for sub in ast.walk(node):
-            kind = LOOP_NODES.get(_type(sub))
-            if kind:
-                fail(
-                    f"{part}: the task forbids loops",
-                    "vectorised tensor operations only",
-                    f"{kind} at line {sub.lineno} of {getattr(node, 'name', 'the cell')}",
-                    "iterating over heads, positions or copies instead of using tensor operations",
-                )
+def reachable_definitions(name, namespace):
+    """AST nodes of the student's code that define ``name`` and everything it reaches.
+
+    Read from the notebook's source, never from the kernel: the last ``def`` or ``class``
+    of ``name`` first, then every definition and module-level statement it reaches
+    (every binding of each name counts: the kernel may hold any of them).
+    """
+    _, reach = _reach(name, namespace)
+    first = reach.primary
+    others = [n for n in [*reach.units, *reach.statements] if n is not first]
+    return [first, *others]
 
 
-def assert_no_names(name, namespace, part, names, reason):
-    """Fail if the answer or its helpers mention any of ``names`` (as a name or attribute)."""
-    banned = set(names)
-    for node in reachable_definitions(name, namespace):
-        for sub in ast.walk(node):
-            idents = ()
-            if _isinstance(sub, ast.Name):
-                idents = (sub.id,)
-            elif _isinstance(sub, ast.Attribute):
-                idents = (sub.attr,)
-            elif _isinstance(sub, ast.Constant) and _isinstance(sub.value, str):
-                idents = (sub.value,)  # getattr(F, "scaled_dot_product_attention")
-            elif _isinstance(sub, ast.alias):  # import torch.nn as T, from x import sdpa
-                idents = sub.name.split(".")
-            elif _isinstance(sub, ast.ImportFrom) and sub.module:
-                idents = sub.module.split(".")
-            ident = next((i for i in idents if i in banned), None)
-            if ident is not None:
-                fail(
-                    f"{part}: {reason}",
-                    f"none of {', '.join(sorted(banned))}",
-                    f"{ident!r} at line {sub.lineno}",
-                )
+def _refuse(part, rule, reach, program):
+    """Fail when the answer reaches code the judge cannot resolve, or is changed from outside."""
+    for finding in program.tampering:
+        fail(
+            f"{part}: the judge cannot verify the {rule} rule",
+            "no code that changes libraries or runs code the judge cannot read",
+            str(finding),
+            FROM_OUTSIDE,
+        )
+    for finding in reach.of("unresolved", "tamper"):
+        fail(
+            f"{part}: the judge cannot verify the {rule} rule",
+            "code it can resolve",
+            str(finding),
+            UNVERIFIABLE,
+        )
+
+
+def assert_no_loops(name, namespace, part, skip=()):
+    """Fail unless no loop can run while the answer computes: no loop syntax, higher-order
+    iteration, generator or recursion in it or in anything it reaches (``skip``: names of
+    definitions graded by another part, left out)."""
+    program, reach = _reach(name, namespace, skip)
+    _refuse(part, "no-loop", reach, program)
+    for finding in reach.of("loop"):
+        fail(
+            f"{part}: the task forbids loops",
+            "vectorised tensor operations only",
+            str(finding),
+            "iterating over heads, positions or copies instead of using tensor operations",
+        )
+    for finding in reach.of("iterates", "recursion"):
+        fail(
+            f"{part}: the judge cannot verify the no-loop rule",
+            "vectorised tensor operations only",
+            f"{finding}: it iterates",
+            "map, filter, reduce, vmap, module containers and recursion repeat a computation "
+            "the way a loop does",
+        )
+
+
+def _fused(path):
+    lower = path.lower()
+    return any(word in lower for word in FUSED_WORDS)
 
 
 def assert_no_fused_attention(name, namespace, part):
-    """Fail if the answer hands the attention to a library module or fused kernel."""
-    assert_no_names(
-        name,
-        namespace,
-        part,
-        FUSED_ATTENTION,
-        "build the attention by hand, not with a library attention module or fused kernel",
-    )
+    """Fail if the answer reaches a library attention module or fused kernel, or PyTorch's
+    private operators (whose computation the judge cannot check)."""
+    program, reach = _reach(name, namespace)
+    _refuse(part, "no-fused-attention", reach, program)
+    for finding in reach.of("library"):
+        if _fused(finding.path):
+            fail(
+                f"{part}: build the attention by hand, not with a library attention module or "
+                "fused kernel",
+                "matrix products, a softmax and your own masking",
+                str(finding),
+            )
+        if any(finding.path == p or finding.path.startswith(p) for p in PRIVATE):
+            fail(
+                f"{part}: the judge cannot verify the no-fused-attention rule",
+                "torch's public functions",
+                f"{finding}: a private PyTorch operator",
+                UNVERIFIABLE,
+            )
 
 
 def assert_no_torch(name, namespace, part):
-    """Fail if the answer (numpy only) uses torch."""
-    assert_no_names(
-        name, namespace, part, ("torch", "nn"), "this part must use numpy only, not torch"
-    )
+    """Fail if the answer (numpy only) reaches torch in any form."""
+    program, reach = _reach(name, namespace)
+    _refuse(part, "numpy-only", reach, program)
+    for finding in reach.of("library"):
+        if finding.path == "torch" or finding.path.startswith("torch."):
+            fail(f"{part}: this part must use numpy only, not torch", "numpy only", str(finding))
+
+
+def part_label(test_source, default):
+    """The part a test cell grades, from its docstring ("Part 5", "Q1(a)", "Lab 1", "(c)")."""
+    tree = _python(test_source)
+    body = tree.body if tree is not None else []
+    if body and _isinstance(body[0], ast.Expr) and _isinstance(body[0].value, ast.Constant):
+        text = str(body[0].value.value).strip()
+        if ":" in text:
+            return text.split(":", 1)[0].strip()
+    return default
+
+
+def assert_imports_in_first_cell(namespace, test_index):
+    """Fail the test cell at ``test_index`` if the answer it grades imports anything.
+
+    The answer is the nearest answer cell above the test: an import in that cell, or in any
+    code it reaches (a helper's cell, a name bound by an import in a cell the student added),
+    costs every test of that answer. The course's own cells import what the course needs.
+    """
+    program = program_of(namespace)
+    cells = {c.index: c for c in program.cells}
+    test = cells.get(test_index)
+    if test is None:
+        return
+    above = [c for c in program.cells if c.answer and not c.test and c.index < test_index]
+    if not above:
+        return
+    answer = above[-1]
+    for finding in program.reach_cell(answer.index).of("import"):
+        fail(
+            f"{part_label(test.source, test.grade_id or 'this part')}: imports are allowed "
+            "only in the course's first cell",
+            "only what the first cell imports (torch, torch.nn as nn, numpy as np)",
+            str(finding),
+            "the assignment's import rule: an answer that imports earns no points",
+        )
 
 
 def _target_names(node):
@@ -389,8 +346,10 @@ def assert_one_statement_per_output(name, namespace, part, outputs, size_params=
     by default an argument counts as a number unless the code indexes it, takes an
     attribute of it or multiplies it with ``@``.
     """
-    nodes = reachable_definitions(name, namespace)
-    node = nodes[0]
+    program, reach = _reach(name, namespace)
+    _refuse(part, "one-statement", reach, program)
+    node = reach.primary
+    cell = program.where(node)[0] + 1
     rule = "a single assignment (or the expression in the return)"
     args = node.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
@@ -398,46 +357,61 @@ def assert_one_statement_per_output(name, namespace, part, outputs, size_params=
     bound = _bindings(node)
     sizes = _size_locals(bound, numbers)
     outputs = list(outputs)
-    for name in outputs:
-        lines = [line for line, _ in bound.get(name, [])]
+    for output in outputs:
+        lines = [line for line, _ in bound.get(output, [])]
         if len(lines) > 1:
             fail(
-                f"{part}: {name} must be computed in one statement",
+                f"{part}: {output} must be computed in one statement",
                 rule,
-                f"assigned on lines {lines}",
+                f"assigned on lines {lines} of cell {cell}",
             )
-    for name, line in _mutated_outputs(node, outputs):
+    for output, line in _mutated_outputs(node, outputs):
         fail(
-            f"{part}: {name} must be computed in one statement",
+            f"{part}: {output} must be computed in one statement",
             rule,
-            f"modified in place on line {line}",
+            f"modified in place on line {line} of cell {cell}",
         )
-    exprs = [(name, bound[name][0][1], bound[name][0][0]) for name in outputs if name in bound]
+    exprs = [(o, bound[o][0][1], bound[o][0][0]) for o in outputs if o in bound]
     for sub in _own_nodes(node):
         if _isinstance(sub, ast.Return) and sub.value is not None:
             elts = sub.value.elts if _isinstance(sub.value, ast.Tuple) else [sub.value]
             exprs.extend(("a returned output", e, sub.lineno) for e in elts)
-    allowed = params | sizes | set(outputs)
-    for name, expr, line in exprs:
+    # An argument rebound in the body holds an intermediate, whatever its name.
+    allowed = (params - (set(bound) - sizes)) | sizes | set(outputs)
+    for output, expr, line in exprs:
         if expr is None:
             continue
         for used in sorted(_loaded_names(expr) - allowed):
             if used in bound:
                 first = bound[used][0][0]
                 fail(
-                    f"{part}: {name} must be computed in one statement",
+                    f"{part}: {output} must be computed in one statement",
                     rule,
-                    f"line {line} uses {used!r}, an intermediate computed on line {first}",
+                    f"line {line} of cell {cell} uses {used!r}, an intermediate computed on "
+                    f"line {first}",
                     "chain of statements; write the whole expression in the statement that assigns it",
                 )
-    helpers = [n for n in nodes[1:] if _isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            if any(kind == "value" for kind, _, _ in program.module.names.get(used, [])):
+                fail(
+                    f"{part}: {output} must be computed in one statement",
+                    rule,
+                    f"line {line} of cell {cell} uses {used!r}, a value computed in another "
+                    "statement of the notebook",
+                    "an intermediate kept in a global variable",
+                )
+    helpers = [
+        n
+        for n in reach.units
+        if n is not node and _isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
     for helper in helpers:
         body = [s for s in helper.body if not _is_docstring(s)]
         if len(body) != 1 or not _isinstance(body[0], ast.Return):
             fail(
                 f"{part}: each output must be computed in one statement",
                 rule,
-                f"helper {helper.name!r} computes its result in {len(body)} statements",
+                f"helper {helper.name!r} (cell {program.where(helper)[0] + 1}) computes its "
+                f"result in {len(body)} statements",
                 "splitting an output's computation over a helper function's statements",
             )
 

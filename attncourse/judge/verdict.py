@@ -13,7 +13,7 @@ from collections.abc import Callable
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from attncourse.judge import checks
+from attncourse.judge import checks, rules
 from attncourse.judge.remote import KernelFault, StudentNamespace, StudentRaised
 
 log = logging.getLogger(__name__)
@@ -30,10 +30,18 @@ def new_secret() -> str:
     return secrets.token_hex(16)
 
 
-def run_check(check: Callable, ns: StudentNamespace, secret: str) -> str | None:
-    """None when ``check(ns)`` passes, else the failure message (expected, got, likely cause)."""
+def run_check(
+    check: Callable, ns: StudentNamespace, secret: str, test_index: int | None = None
+) -> str | None:
+    """None when ``check(ns)`` passes, else the failure message (expected, got, likely cause).
+
+    With ``test_index`` (the test cell's place in the notebook), the import rule is judged
+    first: an answer that imports beyond the course's first cell fails every test of its part.
+    """
     try:
         with checks.secret_scope(secret):
+            if test_index is not None:
+                rules.assert_imports_in_first_cell(ns, test_index)
             check(ns)
     except checks.GradingError as error:
         return str(error)

@@ -25,7 +25,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Float, Integer, Unicode, default
 
 from attncourse import constants
-from attncourse.cells import is_test_cell, student_sources
+from attncourse.cells import code_cells, is_test_cell
 from attncourse.constants import METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.judge.channel import KernelChannel
@@ -186,7 +186,7 @@ class ResilientExecute(Execute):
         torch.set_num_threads(1)  # the judge's references are small: threads only contend
         self._secret = verdict.new_secret()
         self._channel = KernelChannel(self._judge_execute)
-        self._ns = StudentNamespace(Session(self._channel), student_sources(nb))
+        self._ns = StudentNamespace(Session(self._channel), code_cells(nb))
         self._probing = None
         self._deadline = time.monotonic() + self.notebook_budget
 
@@ -201,7 +201,7 @@ class ResilientExecute(Execute):
         else:
             self._probing = index
             try:
-                message = verdict.run_check(check, self._ns, self._secret)
+                message = verdict.run_check(check, self._ns, self._secret, test_index=index)
             finally:
                 self._probing = None
         cell.outputs = verdict.outputs(message)
