@@ -455,3 +455,395 @@ relative_error = torch.tensor(0.0)
         answers={"p13_experiment": "relative_error = torch.tensor(0.0)\n"},
     ),
 ]
+
+
+# ------------------------------------------------------------------ the rules, talked around
+#
+# Correct answers that break a rule of the assignment in a way a list of forbidden names does
+# not see, each beside its honest control: the same rule broken plainly. Judged by
+# ``tests/test_rule_attacks.py`` in process (the rules are read from the source); attacks
+# that patch the libraries run in real kernels in ATTACKS above.
+
+_MHA_INIT = """class MyMHA(nn.Module):
+    def __init__(self, D_1, D_2, D_qk, D_v, H):
+        super().__init__()
+        self.D_1, self.D_2, self.D_qk, self.D_v, self.H = D_1, D_2, D_qk, D_v, H
+        self.W_Q = nn.Linear(D_1, H * D_qk, bias=False)
+        self.W_K = nn.Linear(D_2, H * D_qk, bias=False)
+        self.W_V = nn.Linear(D_2, H * D_v, bias=False)
+        self.W_O = nn.Linear(H * D_v, D_1, bias=False)
+"""
+# One head's output from the projected q (B, L_1, H*D_qk), k (B, L_2, H*D_qk), v (B, L_2, H*D_v).
+_HEAD = """def _head(q, k, v, h, D_qk, D_v):
+    q_h = q[..., h * D_qk : (h + 1) * D_qk]  # (B, L_1, D_qk)
+    k_h = k[..., h * D_qk : (h + 1) * D_qk]  # (B, L_2, D_qk)
+    v_h = v[..., h * D_v : (h + 1) * D_v]  # (B, L_2, D_v)
+    return torch.softmax(q_h @ k_h.transpose(-2, -1) / D_qk**0.5, dim=-1) @ v_h  # (B, L_1, D_v)
+"""
+_QKV = """        q, k, v = self.W_Q(x), self.W_K(y), self.W_V(y)
+"""
+# The heads as (B, H, L, D) tensors, for the fused kernels.
+_SPLIT = """        B, L_1, _ = x.shape
+        L_2 = y.shape[1]
+        q = self.W_Q(x).view(B, L_1, self.H, self.D_qk).transpose(1, 2)
+        k = self.W_K(y).view(B, L_2, self.H, self.D_qk).transpose(1, 2)
+        v = self.W_V(y).view(B, L_2, self.H, self.D_v).transpose(1, 2)
+"""
+_MERGE = """        return self.W_O(o.transpose(1, 2).reshape(B, L_1, self.H * self.D_v))
+"""
+
+
+def _mha(forward, helpers=_HEAD):
+    """A MyMHA answer cell: ``helpers``, then the class with ``forward``'s body."""
+    return helpers + "\n\n" + _MHA_INIT + "\n    def forward(self, x, y):\n" + forward
+
+
+_TORCH_SVD = """    U, S, Vt = {svd}
+    U, S, Vt = U.numpy(), S.numpy(), Vt.numpy()
+"""
+
+
+def _gqa_2_mla(svd_lines):
+    return (
+        "def GQA_2_MLA(W_M_GQA):\n"
+        "    r, D = W_M_GQA.shape\n"
+        "    W_tilde = np.tile(W_M_GQA, (D // r, 1))  # (D, D)\n"
+        + svd_lines
+        + "    W_UM_MLA = U[:, :r] * S[:r]  # (D, r)\n"
+        "    W_DKV_MLA = Vt[:r]  # (r, D)\n"
+        "    error = np.mean((W_tilde - W_UM_MLA @ W_DKV_MLA) ** 2)\n"
+        '    print(f"W_UM_MLA {W_UM_MLA.shape}, W_DKV_MLA {W_DKV_MLA.shape}, '
+        'reconstruction MSE {error:.1e}")\n'
+        "    return W_DKV_MLA, W_UM_MLA\n"
+    )
+
+
+def _reduced(body):
+    return "def reduced_matrices(W_DKV, W_UK, W_UV, W_Q, W_O, H):\n" + body
+
+
+_REDUCED_RETURN = """    return W_DKV, W_DKV, W_Q_MLA_hat, W_O_MLA_hat
+"""
+_Q_HAT = '(r / d) ** 0.5 * torch.einsum("hdr,hdD->hrD", {uk}, W_Q.view(H, d, D)).reshape(H * r, D)'
+_O_HAT = 'torch.einsum("Dhd,hdr->Dhr", W_O.view(D, H, d), W_UV.view(H, d, r)).reshape(D, H * r)'
+
+_MHA_SOLUTION = _mha(
+    _SPLIT
+    + "        o = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk**0.5, dim=-1) @ v\n"
+    + _MERGE,
+    helpers="",
+)
+
+
+@dataclass(frozen=True)
+class RuleAttack:
+    """A correct answer that breaks ``rule`` in disguise, and ``control``: it broken plainly.
+
+    ``answers`` and ``control`` replace answer cells of the solution; ``code`` is a cell of
+    the student's own inserted after the course's first cell (in both). ``tests`` are the
+    test cells to judge: the attack may pass none that its control fails.
+    """
+
+    name: str
+    kind: str
+    rule: str
+    answers: dict
+    control: dict
+    tests: tuple
+    code: str = ""
+
+
+MHA_TESTS = ("p5_mha_attributes_test", "p5_mha_values_test", "p5_mha_no_loops_test")
+_MHA_LOOP_CONTROL = {
+    "p5_mha": _mha(
+        _QKV
+        + "        heads = []\n"
+        + "        for h in range(self.H):\n"
+        + "            heads.append(_head(q, k, v, h, self.D_qk, self.D_v))\n"
+        + "        return self.W_O(torch.cat(heads, dim=-1))\n"
+    )
+}
+_MHA_FUSED_CONTROL = {
+    "p5_mha": _mha(
+        _SPLIT + "        o = torch.nn.functional.scaled_dot_product_attention(q, k, v)\n" + _MERGE,
+        helpers="",
+    )
+}
+P10_TESTS = (
+    "p10_gqa_2_mla_shapes_test",
+    "p10_gqa_2_mla_reconstruction_test",
+    "p10_gqa_2_mla_rules_test",
+)
+_P10_TORCH_CONTROL = {
+    "p10_gqa_2_mla": _gqa_2_mla(
+        _TORCH_SVD.format(svd="torch.linalg.svd(torch.from_numpy(W_tilde))")
+    )
+}
+P13_TESTS = ("p13_reduced_matrices_test", "p13_reduced_matrices_rules_test")
+_P13_CHAIN_CONTROL = {
+    "p13_reduced_matrices": _reduced(
+        "    r, D = W_DKV.shape\n    d = D // H\n"
+        "    A = W_UK.view(H, d, r)\n"
+        f"    W_Q_MLA_hat = {_Q_HAT.format(uk='A')}\n"
+        f"    W_O_MLA_hat = {_O_HAT}\n" + _REDUCED_RETURN
+    )
+}
+
+
+def _loop_attack(name, forward, helpers=_HEAD, code=""):
+    return RuleAttack(
+        name,
+        "no loops",
+        "Part 5 no-loop",
+        {"p5_mha": _mha(forward, helpers)},
+        _MHA_LOOP_CONTROL,
+        MHA_TESTS,
+        code,
+    )
+
+
+def _fused_attack(name, line, code=""):
+    return RuleAttack(
+        name,
+        "no fused attention",
+        "Part 5 no-fused",
+        {"p5_mha": _mha(_SPLIT + f"        o = {line}\n" + _MERGE, helpers="")},
+        _MHA_FUSED_CONTROL,
+        MHA_TESTS,
+        code,
+    )
+
+
+def _torch_attack(name, svd_lines, code=""):
+    return RuleAttack(
+        name,
+        "numpy only",
+        "Part 10 no-torch",
+        {"p10_gqa_2_mla": _gqa_2_mla(svd_lines)},
+        _P10_TORCH_CONTROL,
+        P10_TESTS,
+        code,
+    )
+
+
+_ARGS = "q, k, v, {h}, self.D_qk, self.D_v"
+RULE_ATTACKS = [
+    # -- no loops, Part 5
+    _loop_attack(
+        "loop_by_map_over_heads",
+        _QKV
+        + "        heads = list(map(lambda h: _head("
+        + _ARGS.format(h="h")
+        + "), range(self.H)))\n        return self.W_O(torch.cat(heads, dim=-1))\n",
+    ),
+    _loop_attack(
+        "loop_by_recursive_method",
+        _QKV + "        return self.W_O(self._heads(q, k, v, 0))\n\n"
+        "    def _heads(self, q, k, v, h):\n"
+        "        one = _head(" + _ARGS.format(h="h") + ")\n"
+        "        if h == self.H - 1:\n            return one\n"
+        "        return torch.cat([one, self._heads(q, k, v, h + 1)], dim=-1)\n",
+    ),
+    _loop_attack(
+        "loop_in_helper_kept_in_a_dict",
+        _QKV + '        return self.W_O(kit["attend"](q, k, v, self.H, self.D_qk, self.D_v))\n',
+        code="kit = {}\n\n\ndef _all_heads(q, k, v, H, D_qk, D_v):\n"
+        "    out = []\n    for h in range(H):\n        out.append(_head(q, k, v, h, D_qk, D_v))\n"
+        '    return torch.cat(out, dim=-1)\n\n\nkit["attend"] = _all_heads\n',
+    ),
+    _loop_attack(
+        "loop_made_by_exec_of_a_built_string",
+        _QKV + "        return self.W_O(_all_heads(q, k, v, self.H, self.D_qk, self.D_v))\n",
+        code='_body = "return torch.cat([_head(q, k, v, h, D_qk, D_v) " + "for h in range(H)], -1)"\n'
+        'exec("def _all_heads(q, k, v, H, D_qk, D_v):\\n    " + _body)\n',
+    ),
+    _loop_attack(
+        "loop_by_functools_reduce",
+        _QKV + "        heads = functools.reduce(\n"
+        "            lambda acc, h: torch.cat([acc, _head(" + _ARGS.format(h="h") + ")], dim=-1),\n"
+        "            range(1, self.H),\n            _head("
+        + _ARGS.format(h="0")
+        + "),\n        )\n"
+        "        return self.W_O(heads)\n",
+        helpers="import functools\n\n\n" + _HEAD,
+    ),
+    _loop_attack(
+        "loop_by_vmap_over_heads",
+        "        B, L_1, _ = x.shape\n        L_2 = y.shape[1]\n"
+        "        q = self.W_Q(x).view(B, L_1, self.H, self.D_qk)\n"
+        "        k = self.W_K(y).view(B, L_2, self.H, self.D_qk)\n"
+        "        v = self.W_V(y).view(B, L_2, self.H, self.D_v)\n"
+        "        one = lambda qh, kh, vh: torch.softmax(qh @ kh.transpose(-2, -1) / self.D_qk**0.5, -1) @ vh\n"
+        "        o = torch.vmap(one, in_dims=2, out_dims=2)(q, k, v)  # (B, L_1, H, D_v)\n"
+        "        return self.W_O(o.reshape(B, L_1, self.H * self.D_v))\n",
+        helpers="",
+    ),
+    _loop_attack(
+        "loop_by_getitem_protocol",
+        _QKV + "        heads = tuple(_Heads(q, k, v, self.H, self.D_qk, self.D_v))\n"
+        "        return self.W_O(torch.cat(heads, dim=-1))\n",
+        helpers=_HEAD + "\n\nclass _Heads:\n"
+        "    def __init__(self, q, k, v, H, D_qk, D_v):\n"
+        "        self.args, self.H = (q, k, v, D_qk, D_v), H\n\n"
+        "    def __getitem__(self, h):\n"
+        "        if h >= self.H:\n            raise IndexError(h)\n"
+        "        q, k, v, D_qk, D_v = self.args\n"
+        "        return _head(q, k, v, h, D_qk, D_v)\n",
+    ),
+    _loop_attack(
+        "loop_by_recursive_generator",
+        _QKV + "        heads = tuple(_gen(q, k, v, 0, self.H, self.D_qk, self.D_v))\n"
+        "        return self.W_O(torch.cat(heads, dim=-1))\n",
+        helpers=_HEAD + "\n\ndef _gen(q, k, v, h, H, D_qk, D_v):\n"
+        "    if h < H:\n        yield _head(q, k, v, h, D_qk, D_v)\n"
+        "        yield from _gen(q, k, v, h + 1, H, D_qk, D_v)\n",
+    ),
+    _loop_attack(
+        "loop_in_a_decorator",
+        _QKV + "        return self.W_O(_per(q, k, v, self.H, self.D_qk, self.D_v))\n",
+        helpers=_HEAD + "\n\ndef _over_heads(fn):\n"
+        "    def run(q, k, v, H, D_qk, D_v):\n"
+        "        return torch.cat([fn(q, k, v, h, D_qk, D_v) for h in range(H)], dim=-1)\n"
+        "    return run\n\n\n@_over_heads\ndef _per(q, k, v, h, D_qk, D_v):\n"
+        "    return _head(q, k, v, h, D_qk, D_v)\n",
+    ),
+    _loop_attack(
+        "loop_by_sorted_key_side_effect",
+        _QKV + "        heads = []\n"
+        "        sorted(range(self.H), key=lambda h: heads.append(_head("
+        + _ARGS.format(h="h")
+        + ")) or h)\n        return self.W_O(torch.cat(heads, dim=-1))\n",
+    ),
+    _loop_attack(
+        "loop_in_helper_passed_as_an_argument",
+        _QKV + "        return self.W_O(_apply(_loopy, q, k, v, self.H, self.D_qk, self.D_v))\n",
+        helpers=_HEAD + "\n\ndef _loopy(q, k, v, H, D_qk, D_v):\n"
+        "    out = []\n    h = 0\n    while h < H:\n"
+        "        out.append(_head(q, k, v, h, D_qk, D_v))\n        h += 1\n"
+        "    return torch.cat(out, dim=-1)\n\n\ndef _apply(fn, *args):\n    return fn(*args)\n",
+    ),
+    _loop_attack(
+        "loop_via_iter_with_a_sentinel",
+        _QKV + "        step = [0]\n"
+        "        def one():\n"
+        "            step[0] += 1\n"
+        "            return _head(q, k, v, step[0] - 1, self.D_qk, self.D_v) if step[0] <= self.H else None\n"
+        "        return self.W_O(torch.cat(list(iter(one, None)), dim=-1))\n",
+    ),
+    # -- no fused attention, Part 5
+    _fused_attack(
+        "fused_through_aten_math_op",
+        "torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]",
+    ),
+    _fused_attack(
+        "fused_through_getattr_of_a_built_name",
+        'getattr(torch.nn.functional, "scaled_dot_product" + "_attention")(q, k, v)',
+    ),
+    _fused_attack(
+        "fused_kept_in_a_dict_in_another_cell",
+        'ops["attend"](q, k, v)',
+        code='ops = {"attend": torch.nn.functional.scaled_dot_product_attention}\n',
+    ),
+    _fused_attack(
+        "fused_through_an_alias_chain",
+        "_attend(q, k, v)",
+        code='_fns = torch.nn.functional\n_attend = getattr(_fns, "scaled_dot_product_attention")\n',
+    ),
+    _fused_attack(
+        "fused_from_torch_C",
+        "torch._C._nn.scaled_dot_product_attention(q, k, v)",
+    ),
+    # -- numpy only, Part 10
+    _torch_attack(
+        "torch_svd_renamed_in_another_cell",
+        _TORCH_SVD.format(svd="_svd(torch_free(W_tilde))"),
+        code="_svd = torch.linalg.svd\ntorch_free = torch.from_numpy\n",
+    ),
+    _torch_attack(
+        "torch_in_a_static_method_of_a_class",
+        _TORCH_SVD.format(svd="_Linalg.svd(W_tilde)"),
+        code="class _Linalg:\n    @staticmethod\n    def svd(a):\n"
+        "        return torch.linalg.svd(torch.from_numpy(a))\n",
+    ),
+    _torch_attack(
+        "torch_through_dunder_import",
+        _TORCH_SVD.format(
+            svd='__import__("torch").linalg.svd(__import__("torch").from_numpy(W_tilde))'
+        ),
+    ),
+    # -- one statement per output, Part 13
+    RuleAttack(
+        "one_statement_intermediate_in_a_parameter_name",
+        "one statement",
+        "Part 13 one statement",
+        {
+            "p13_reduced_matrices": _reduced(
+                "    r, D = W_DKV.shape\n    d = D // H\n"
+                "    W_UK = W_UK.view(H, d, r)\n"
+                f"    W_Q_MLA_hat = {_Q_HAT.format(uk='W_UK')}\n"
+                f"    W_O_MLA_hat = {_O_HAT}\n" + _REDUCED_RETURN
+            )
+        },
+        _P13_CHAIN_CONTROL,
+        P13_TESTS,
+    ),
+    RuleAttack(
+        "one_statement_split_over_static_methods",
+        "one statement",
+        "Part 13 one statement",
+        {
+            "p13_reduced_matrices": "class _Steps:\n    @staticmethod\n"
+            "    def q_hat(W_UK, W_Q, H):\n        D, r = W_UK.shape\n        d = D // H\n"
+            "        A = W_UK.view(H, d, r)\n"
+            f"        return {_Q_HAT.format(uk='A')}\n\n\n"
+            + _reduced(
+                "    r, D = W_DKV.shape\n    d = D // H\n"
+                "    W_Q_MLA_hat = _Steps.q_hat(W_UK, W_Q, H)\n"
+                f"    W_O_MLA_hat = {_O_HAT}\n" + _REDUCED_RETURN
+            )
+        },
+        _P13_CHAIN_CONTROL,
+        P13_TESTS,
+    ),
+    # -- imports beyond the first cell: the whole part's points
+    RuleAttack(
+        "import_in_the_answer_cell",
+        "imports",
+        "import rule",
+        {
+            "p5_mha": "import math\n\n\n"
+            + _MHA_SOLUTION.replace("self.D_qk**0.5", "math.sqrt(self.D_qk)")
+        },
+        {"p5_mha": "import math\n\n\n" + _MHA_SOLUTION},
+        MHA_TESTS,
+    ),
+    RuleAttack(
+        "import_in_a_cell_of_its_own",
+        "imports",
+        "import rule",
+        {"p5_mha": _MHA_SOLUTION.replace("self.D_qk**0.5", "math.sqrt(self.D_qk)")},
+        {"p5_mha": "import math\n\n\n" + _MHA_SOLUTION},
+        MHA_TESTS,
+        code="import math\n",
+    ),
+    # -- type facts, Part 8
+    RuleAttack(
+        "mha_passed_off_as_gqa_by_a_metaclass",
+        "type facts",
+        "Part 8 is a MyGQA",
+        {
+            "p7_gqa": "class _Yes(type(nn.Module)):\n"
+            "    def __instancecheck__(cls, obj):\n        return True\n\n\n"
+            "class MyGQA(nn.Module, metaclass=_Yes):\n"
+            "    def __init__(self, D_1, D_2, D_qk, D_v, H, G):\n"
+            "        super().__init__()\n        self.H, self.G = H, G\n",
+            "p8_mha_as_gqa": "def mha_as_gqa(D_1, D_2, D_qk, D_v, H):\n"
+            "    model = MyMHA(D_1, D_2, D_qk, D_v, H)\n    model.G = H\n    return model\n",
+        },
+        {
+            "p8_mha_as_gqa": "def mha_as_gqa(D_1, D_2, D_qk, D_v, H):\n"
+            "    model = MyMHA(D_1, D_2, D_qk, D_v, H)\n    model.G = H\n    return model\n"
+        },
+        ("p8_mha_as_gqa_test",),
+    ),
+]
