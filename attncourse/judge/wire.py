@@ -10,6 +10,8 @@ object with behaviour of the student's choosing, and sizes are bounded.
 
 import base64
 import io
+import json
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +21,12 @@ MAX_ARRAY_BYTES = 256 * 2**20
 MAX_ITEMS = 10_000
 MAX_DEPTH = 8
 MAX_TEXT = 100_000
+# A reply's skeleton, counted on its text before it is parsed: every ``{`` or ``[`` may become
+# a container and every ``,`` an item, so these bound what ``json.loads`` builds (arrays travel
+# as base64 text, which holds neither). The largest plain reply the agent sends, a sequence of
+# MAX_ITEMS arrays with their five keys each, has 10,001 containers and about 60,000 commas.
+MAX_CONTAINERS = 30_000
+MAX_COMMAS = 200_000
 
 
 class ReplyError(Exception):
@@ -87,6 +95,35 @@ def encode(value, handle_id=None):
         if found is not None:
             return {"t": "handle", "id": found}
     raise TypeError(f"cannot send a {type(value).__name__} to the kernel")
+
+
+def parse_reply(text):
+    """A reply's JSON, refused (:class:`ReplyError`) before it is parsed when its skeleton is
+    larger than any plain reply: a reply of many tiny items would cost the grader hundreds of
+    bytes of objects for each byte of text."""
+    _need(type(text) is str, "malformed reply")
+    containers = text.count("{") + text.count("[")
+    _need(containers <= MAX_CONTAINERS, f"{containers} containers in one reply")
+    commas = text.count(",")
+    _need(commas <= MAX_COMMAS, f"{commas} items in one reply")
+    _need(_depth(text) <= MAX_DEPTH + 4, "nested too deeply")
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        raise ReplyError("not JSON") from None
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _depth(text):
+    """Greatest nesting of brackets in ``text`` (brackets inside strings counted too: that only
+    refuses junk, as no reply of the agent nests strings of brackets)."""
+    depth = deepest = 0
+    for char in _BRACKETS.findall(text):  # few: their number was bounded first
+        depth += 1 if char in "{[" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _need(cond, what):
