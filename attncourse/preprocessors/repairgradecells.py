@@ -58,6 +58,7 @@ class RepairGradeCells(NbGraderPreprocessor):
             else:
                 nb.cells.insert(lo + 1, self._fresh(ref))
                 repairs.append(f"restored deleted cell {gid}")
+        repairs += self._restore_flags(nb, dict(reference))
         for gid, copies in self._duplicates(nb).items():
             for i in copies[:-1]:
                 del nb.cells[i].metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
@@ -67,6 +68,33 @@ class RepairGradeCells(NbGraderPreprocessor):
         if repairs:
             record_of(nb).setdefault("repairs", []).extend(repairs)
         return nb, resources
+
+    FLAGS = ("grade", "solution", "locked", "points", "task")
+
+    def _restore_flags(self, nb, reference):
+        """A grade or locked cell's flags (and kind) are the gradebook's: a test cell marked as a
+        solution, unlocked or given other points by the student is put back, and graded."""
+        repairs = []
+        for gid, index in self._labelled(nb).items():
+            ref = reference.get(gid)
+            if ref is None:
+                continue
+            cell = nb.cells[index]
+            if cell.cell_type != ref.cell_type:
+                nb.cells[index] = self._fresh(ref)
+                if ref.metadata.nbgrader.get("solution"):  # the student's answer is kept
+                    nb.cells[index].source = cell.source
+                repairs.append(f"cell {gid} was turned into a {cell.cell_type} cell; restored")
+                continue
+            mine, want = cell.metadata.nbgrader, ref.metadata.nbgrader
+            changed = [k for k in self.FLAGS if mine.get(k) != want.get(k)]
+            if changed:
+                cell.metadata["nbgrader"] = copy.deepcopy(want)
+                repairs.append(
+                    f"restored the nbgrader flags of cell {gid} (the submission changed "
+                    f"{', '.join(changed)})"
+                )
+        return repairs
 
     @staticmethod
     def _labelled(nb):
