@@ -3,7 +3,7 @@
 Run ``.venv/bin/python tests/margins_mla_inference.py [--secrets 50] [--groups mla decode]
 [--every-test]``. Every case of ``cases_mla_inference`` is judged on its own group's tests
 under many per-run secrets (``margins-0``, ``margins-1``, ...), in this process through the
-same request/reply encoding a kernel uses. Every value comparison (``_close``) is recorded as
+same request/reply encoding a kernel uses. Every value comparison (``close``) is recorded as
 the ratio relative error / threshold (above 1 fails). Per threshold it prints the worst
 correct answer (the largest ratio of a comparison that passed, over all secrets) and the
 closest mistake (the smallest ratio of a comparison that failed a case that must fail), and
@@ -134,7 +134,7 @@ def main():
                 unmeasured.append((case_id, test))
     print(f"{len(secrets)} secrets, {len(todo)} cases; ratio = relative error / threshold")
     for name in ("ROPE_TOL", "MERGED_TOL", "VALUES_TOL"):
-        tol = getattr(mi, name)
+        tol = getattr(tolerances, name)
         print(f"\n{name} = {tol:.0e}")
         for carried, label in ((False, "worst correct"), (True, "worst correct, carried rope")):
             w = worst.get((name, carried))
