@@ -7,7 +7,7 @@ Imports point down this map, never up (``tests/test_structure.py``).
 Command line and commands
     ``cli``           ``attncourse <command>``, which the Makefile calls
     ``pipeline``      ``attncourse grade``: a class on a Dask cluster (the client)
-    ``worker``        what a Dask worker does for one student
+    ``worker/``       what a Dask worker does for one student, by the process each part runs in
     ``cluster``       where grading runs: a local or a running Dask cluster
     ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
     ``demo``          ``make demo``: the whole workflow on bundled submissions

@@ -3,7 +3,7 @@
 This is the client. It takes what every student submitted (each folder loses its
 symlinks and special files first: :func:`attncourse.plainfiles.refuse_submission`,
 removed, never followed; a symlinked notebook leaves the student ``missing``), and sends
-one Dask task per student (:func:`attncourse.worker.grade_on_worker`): the worker runs
+one Dask task per student (:func:`attncourse.worker.task.grade_on_worker`): the worker runs
 nbgrader's own ``AutogradeApp`` for that student in a scratch course under the course's
 ``nbgrader_config.py``, so every preprocessor, the sandbox and the judge apply exactly as
 with plain ``nbgrader autograde``, and returns the scores, the autograded folder, the log
@@ -52,7 +52,8 @@ from attncourse.course import (
 )
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
 from attncourse.plainfiles import WHY, refuse_submission
-from attncourse.worker import grade_on_worker, read_tree, stop_grading, write_tree
+from attncourse.worker.files import read_tree, write_tree
+from attncourse.worker.task import grade_on_worker, stop_grading
 
 IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
 
