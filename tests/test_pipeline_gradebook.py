@@ -4,19 +4,25 @@ with, and how one student's autograde results are carried into the course's grad
 import datetime
 import sqlite3
 from contextlib import closing
+from types import SimpleNamespace
 
 import pytest
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from nbgrader.api import Gradebook
+from nbgrader.dbutil import ALEMBIC_DIR
 from nbgrader.preprocessors import AssignLatePenalties
+from sqlalchemy import create_engine
 from traitlets.config import Config
 
 from attncourse.gradebook import (
     autograde_results,
+    bounded_penalty,
     save_autograde_results,
     write_assignment_definition,
 )
 from attncourse.pipeline import protections_of, status_of
-from attncourse.worker import read_tree, write_tree
+from attncourse.worker.files import read_tree, write_tree
 
 DUE = datetime.datetime(2030, 1, 1)
 IDS = "nb", "a1"
@@ -92,6 +98,26 @@ def test_workers_gradebook_holds_the_assignment_and_no_student(tmp_path):
         gb.add_student("s1")
         gb.add_submission("a1", "s1")  # what autograde does in it
         assert autograde_results(gb.db.bind.url.render_as_string(), "a1", "s1")["notebooks"]
+
+
+def test_workers_gradebook_has_the_courses_migration(tmp_path):
+    """Stamped through alembic with the course's revision, which is nbgrader's head."""
+    url = f"sqlite:///{tmp_path / 'course.db'}"
+    _course_gradebook(url)
+    write_assignment_definition(url, "attention", "a1", tmp_path / "scratch.db")
+    engine = create_engine(f"sqlite:///{tmp_path / 'scratch.db'}")
+    with engine.connect() as db:
+        version = MigrationContext.configure(db).get_current_revision()
+    engine.dispose()
+    assert version == ScriptDirectory(ALEMBIC_DIR).get_current_head()
+
+
+@pytest.mark.parametrize(("penalty", "score"), [(-1.0, 3.0), (0.0, 3.0), (1.5, 3.0), (5.0, 3.0)])
+def test_late_penalty_is_bounded_as_nbgrader_bounds_it(penalty, score):
+    """Fails loudly when nbgrader's AssignLatePenalties changes how it bounds a penalty (it
+    does so in a private method, which the course does not call)."""
+    notebook = SimpleNamespace(score=score)
+    assert bounded_penalty(penalty, score) == _late_penalty()._check_late_penalty(notebook, penalty)
 
 
 def test_saving_keeps_manual_scores_and_comments(tmp_path):
