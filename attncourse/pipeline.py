@@ -53,6 +53,7 @@ from attncourse.course import (
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
 from attncourse.plainfiles import WHY, refuse_submission
 from attncourse.worker.files import read_tree, write_tree
+from attncourse.worker.result import StudentResult
 from attncourse.worker.task import grade_on_worker, stop_grading
 
 IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
@@ -94,14 +95,14 @@ def _the_course(bundle):
     return bundle
 
 
-def status_of(result):
+def status_of(result: StudentResult) -> tuple[str, str]:
     """One word for a student's run, worst first, and the details behind it.
 
     Files refused from the submission (``refused``: symlinks, FIFOs, ...) make the status
     ``refused`` and are named in the details of any status.
     """
-    status, details = _status(result, result.get("record", {}))
-    refused = result.get("record", {}).get("refused_files") or result.get("refused") or []
+    status, details = _status(result, result.record)
+    refused = result.record.get("refused_files") or result.refused
     if refused and status != "missing":
         listed = "refused " + "; ".join(refused)
         if status == "ok":
@@ -111,10 +112,10 @@ def status_of(result):
 
 
 def _status(result, record):
-    if result.get("missing"):
-        return "missing", result["missing"]
-    if result.get("error"):
-        return "error", result["error"]
+    if result.missing:
+        return "missing", result.missing
+    if result.error:
+        return "error", result.error
     if record.get("unreadable"):
         return "unreadable", record["unreadable"]
     if record.get("faults"):
@@ -161,7 +162,7 @@ def grade(
     out: TextIO = sys.stdout,
     threads: int | None = None,
     scheduler: str | None = None,
-) -> tuple[int, dict]:
+) -> tuple[int, dict[str, StudentResult]]:
     """Autograde every submitted student of ``assignment``; return (exit status, results).
 
     ``scheduler``: address of a running Dask scheduler (default: ``c.CourseGrading.scheduler``,
@@ -193,11 +194,9 @@ def grade(
             todo.append(student)
             size[student] = nb.stat().st_size
         else:
-            results[student] = {
-                "student": student,
-                "missing": missing_reason(nb, refused[student]),
-                "refused": refused[student],
-            }
+            results[student] = StudentResult(
+                student, missing=missing_reason(nb, refused[student]), refused=refused[student]
+            )
     # Longest first, with the notebook's size as the guess (an untouched or damaged one runs
     # little): the short ones then fill the workers' last minutes instead of one long one
     # keeping a single worker busy at the end.
@@ -223,15 +222,14 @@ def grade(
         ):
 
             def save(student, result):
-                if refused[student]:
-                    result["refused"] = refused[student]
+                result.refused = refused[student]
                 _save(course, assignment, run_dir, gb, late_penalty, result)
                 results[student] = result
                 status, _ = status_of(result)
                 bar.set_postfix_str(f"{student}: {status}")
                 if progress:
-                    worker = f", {result['worker']}" if result.get("worker") else ""
-                    bar.write(f"  {status:10s} {student} ({result.get('seconds', 0):.1f}s{worker})")
+                    worker = f", {result.worker}" if result.worker else ""
+                    bar.write(f"  {status:10s} {student} ({result.seconds or 0:.1f}s{worker})")
                 bar.update(1)
 
             def say(line):  # above the progress bar
@@ -252,23 +250,23 @@ def grade(
     scores = cell_scores(course, assignment, url=db_url, course_id=course_id)
     for student, result in results.items():
         grades = scores.get(student, {})
-        result["score"] = sum(g[0] or 0 for g in grades.values())
-        result["max_score"] = sum(g[1] for g in grades.values())
-        result["needs_manual"] = sum(bool(g[2]) for g in grades.values())
-        result["status"], result["details"] = status_of(result)
+        result.score = sum(g[0] or 0 for g in grades.values())
+        result.max_score = sum(g[1] for g in grades.values())
+        result.needs_manual = sum(bool(g[2]) for g in grades.values())
+        result.status, result.details = status_of(result)
     summary = {
         "assignment": assignment,
         "scheduler": scheduler or "local",
         "workers": n_workers,
         "threads_per_kernel": threads
-        or sorted({r["threads_per_kernel"] for r in results.values() if "threads_per_kernel" in r}),
+        or sorted({r.threads_per_kernel for r in results.values() if r.threads_per_kernel}),
         "wall_s": round(wall, 2),
         "db_url": db_url.split("@")[-1],
-        "students": [results[s] for s in sorted(results)],
+        "students": [results[s].summary() for s in sorted(results)],
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print_summary(summary, out)
-    failed = [s for s, r in results.items() if r["status"] == "error"]
+    failed = [s for s, r in results.items() if r.status == "error"]
     return (1 if failed else 0), results
 
 
@@ -336,7 +334,7 @@ def _graded(client, bundle, todo, jobs):
         try:
             result = future.result()
         except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good
-            result = {"student": student, "error": f"grading failed: {type(e).__name__}: {e}"}
+            result = StudentResult(student, error=f"grading failed: {type(e).__name__}: {e}")
         future.release()
         yield student, result
         send_more()
@@ -345,18 +343,18 @@ def _graded(client, bundle, todo, jobs):
 def _save(course, assignment, run_dir, gb, late_penalty, result):
     """Write one student's result: the log, the autograded folder and the gradebook."""
     started = time.monotonic()
-    student = result["student"]
-    (run_dir / f"{student}.log").write_text(result.pop("log", ""))
+    student = result.student
+    (run_dir / f"{student}.log").write_text(result.log)
     folder = notebook_path(course, AUTOGRADED, assignment, student).parent
-    files = result.pop("files", None)
-    if files:
-        write_tree(folder, files)
-    elif files is not None:
+    if result.files:
+        write_tree(folder, result.files)
+    elif result.files is not None:
         shutil.rmtree(folder, ignore_errors=True)  # as autograde --force left it
-    saved = result.pop("gradebook", None)
-    if saved:
-        save_autograde_results(gb, assignment, student, saved, late_penalty)
-    result["save_s"] = round(time.monotonic() - started, 3)
+    if result.gradebook:
+        save_autograde_results(gb, assignment, student, result.gradebook, late_penalty)
+    result.files = result.gradebook = None  # delivered: nothing more to keep in memory
+    result.log = ""
+    result.save_s = round(time.monotonic() - started, 3)
 
 
 def print_summary(summary, out=sys.stdout):

@@ -23,6 +23,7 @@ from attncourse.gradebook import (
 )
 from attncourse.pipeline import protections_of, status_of
 from attncourse.worker.files import read_tree, write_tree
+from attncourse.worker.result import StudentResult
 
 DUE = datetime.datetime(2030, 1, 1)
 IDS = "nb", "a1"
@@ -176,13 +177,19 @@ def test_files_travel_as_plain_files_and_stay_inside_their_folder(tmp_path):
 
 
 def test_status_names_the_worst_thing_that_happened():
-    assert status_of({"missing": "no a.ipynb submitted"}) == ("missing", "no a.ipynb submitted")
-    assert status_of({"error": "boom", "record": {}})[0] == "error"
-    assert status_of({"record": {"unreadable": "NotJSONError"}})[0] == "unreadable"
+    assert status_of(StudentResult("s", missing="no a.ipynb submitted")) == (
+        "missing",
+        "no a.ipynb submitted",
+    )
+    assert status_of(StudentResult("s", error="boom", record={}))[0] == "error"
+    assert status_of(StudentResult("s", record={"unreadable": "NotJSONError"}))[0] == "unreadable"
     faults = {"faults": [{"cell": "p4", "fault": "kernel died"}], "repairs": ["x"]}
-    assert status_of({"record": faults}) == ("faults", "kernel died in p4")
-    assert status_of({"record": {"repairs": ["restored deleted cell t"]}})[0] == "repaired"
-    assert status_of({"record": {"faults": []}}) == ("ok", "")
+    assert status_of(StudentResult("s", record=faults)) == ("faults", "kernel died in p4")
+    assert (
+        status_of(StudentResult("s", record={"repairs": ["restored deleted cell t"]}))[0]
+        == "repaired"
+    )
+    assert status_of(StudentResult("s", record={"faults": []})) == ("ok", "")
 
 
 def test_protections_are_listed_by_short_name():

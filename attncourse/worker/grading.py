@@ -13,6 +13,7 @@ from pathlib import Path
 
 from attncourse.constants import AUTOGRADED, METADATA_KEY, SUBMITTED
 from attncourse.course import notebook_path
+from attncourse.worker.result import StudentResult
 
 IDLE_S = 600  # a grading process no run has used for this long exits
 
@@ -20,7 +21,7 @@ _graded = 0  # students this grading process has graded
 
 
 def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=()):
-    """Autograde one student with nbgrader's AutogradeApp in this process; return a result dict.
+    """Autograde one student with nbgrader's AutogradeApp in this process; return the result.
 
     ``refused``: what the client removed from the student's folder, for the notebook's record.
     """
@@ -38,7 +39,7 @@ def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=(
         gc.freeze()
     _graded += 1
     started = time.monotonic()
-    result = {"student": student, "error": None}
+    result = StudentResult(student)
     folder = notebook_path(course, SUBMITTED, assignment, student).parent
     remember(folder, refused)
     log = Path(log_dir) / f"{student}.log"
@@ -50,9 +51,9 @@ def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=(
             app.initialize([assignment, "--student", student, "--force", *nbgrader_args])
             app.start()
         except BaseException as e:  # noqa: BLE001 - reported per student; the class goes on
-            result["error"] = f"{type(e).__name__}: {e}".strip() + f" (see {student}.log)"
-    result["seconds"] = round(time.monotonic() - started, 2)
-    result["record"] = _read_record(notebook_path(course, AUTOGRADED, assignment, student))
+            result.error = f"{type(e).__name__}: {e}".strip() + f" (see {student}.log)"
+    result.seconds = round(time.monotonic() - started, 2)
+    result.record = _read_record(notebook_path(course, AUTOGRADED, assignment, student))
     return result
 
 
@@ -94,10 +95,10 @@ def _grade_request(course, assignment, student, nbgrader_args, log_dir, refused)
     started = time.monotonic()
     try:
         url = f"sqlite:///{Path(course) / 'gradebook.db'}"
-        result["gradebook"] = autograde_results(url, assignment, student)
+        result.gradebook = autograde_results(url, assignment, student)
     except MissingEntry:
-        result["gradebook"] = None  # autograde failed before it recorded the submission
-    result["read_gradebook_s"] = round(time.monotonic() - started, 3)
+        result.gradebook = None  # autograde failed before it recorded the submission
+    result.read_gradebook_s = round(time.monotonic() - started, 3)
     return result
 
 

@@ -46,7 +46,7 @@ class GradingProcess:
         self.replies = Connection(to_parent, writable=False)
 
     def grade(self, job):
-        """Autograde ``job``'s student in the scratch course; return the result dict."""
+        """Autograde ``job``'s student in the scratch course; return the result."""
         student, assignment = job["student"], job["assignment"]
         for folder in (SUBMITTED, AUTOGRADED, "logs"):
             shutil.rmtree(self.course / folder, ignore_errors=True)
@@ -65,11 +65,9 @@ class GradingProcess:
         except (EOFError, OSError) as e:
             code = self.process.wait()
             raise RuntimeError(f"the grading process exited ({code}) grading {student}") from e
-        result["files"] = read_tree(self.course / AUTOGRADED / student / assignment)
+        result.files = read_tree(self.course / AUTOGRADED / student / assignment)
         log = self.course / "logs" / f"{student}.log"
-        result["log"] = (
-            log.read_bytes()[-LOG_BYTES:].decode(errors="replace") if log.exists() else ""
-        )
+        result.log = log.read_bytes()[-LOG_BYTES:].decode(errors="replace") if log.exists() else ""
         return result
 
     def close(self):
@@ -128,11 +126,11 @@ def grade_on_worker(bundle, job):
             _idle.setdefault(run, []).append(grader)
     if done:
         grader.close()
-    result["worker"] = str(worker.name)
-    result["worker_address"] = worker.address
-    result["gpu"] = os.environ.get("CUDA_VISIBLE_DEVICES")  # pinned on a GPU grader
-    result["threads_per_kernel"] = threads
-    result["task_s"] = round(time.monotonic() - started, 2)
+    result.worker = str(worker.name)
+    result.worker_address = worker.address
+    result.gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # pinned on a GPU grader
+    result.threads_per_kernel = threads
+    result.task_s = round(time.monotonic() - started, 2)
     return result
 
 
