@@ -34,7 +34,8 @@ The judge and the sandbox
 
 Course files and notebooks
     ``course``        where the course lives, its config, how to call nbgrader
-    ``cells``         what a cell is (grade id, answer, test) and a notebook's run record
+    ``cells``         what a cell is (grade id, answer, test)
+    ``runrecord``     a notebook's run record: what grading it recorded, built and read here
     ``submissions``   submissions built from the release (solution, named mistakes)
     ``gradebook``     scores read from a gradebook, one student's results written to it
     ``plainfiles``    submissions are files: links and special files refused, never followed

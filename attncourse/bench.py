@@ -165,9 +165,9 @@ def where_time_goes(extra, records):
     torch_import = _median(
         lambda: _timed([sys.executable, "-c", "import torch"]),
     )
-    ready = [r.record["timing"]["kernel_ready_s"] for r in records if _timing(r)]
+    ready = [r.record.timing["kernel_ready_s"] for r in records if _timing(r)]
     compute = [
-        r.record["timing"]["execute_s"] - r.record["timing"]["kernel_ready_s"]
+        r.record.timing["execute_s"] - r.record.timing["kernel_ready_s"]
         for r in records
         if _timing(r)
     ]
@@ -187,7 +187,7 @@ def where_time_goes(extra, records):
         if compute
         else 0.0,
         "nbgrader autograde around the execution: sanitize, gradebook, export (median)": (
-            _median_of(r.seconds - r.record["timing"]["execute_s"] for r in timed)
+            _median_of(r.seconds - r.record.timing["execute_s"] for r in timed)
         ),
         "Dask task around autograde: scratch course, files, reading its gradebook (median)": (
             _median_of(r.task_s - r.seconds for r in timed)
@@ -213,7 +213,7 @@ def _timed_server():
 
 
 def _timing(result):
-    timing = result.record.get("timing", {})
+    timing = result.record.timing
     return "kernel_ready_s" in timing and "execute_s" in timing
 
 

@@ -1,9 +1,7 @@
-"""What a notebook's cells are to nbgrader and to this course, and the notebook's run record."""
+"""What a notebook's cells are to nbgrader and to this course."""
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
-
-from attncourse.constants import METADATA_KEY
 
 
 def grade_id(cell: NotebookNode) -> str | None:
@@ -30,8 +28,3 @@ def student_sources(nb: NotebookNode) -> list[str]:
         and (utils.is_solution(cell) or not cell.metadata.get("nbgrader", {}).get("locked"))
         and not is_test_cell(cell)
     ]
-
-
-def record_of(nb: NotebookNode) -> dict:
-    """The pipeline's record in a notebook's metadata (created when missing)."""
-    return nb.metadata.setdefault(METADATA_KEY, {})

@@ -52,6 +52,7 @@ from attncourse.course import (
 )
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
 from attncourse.plainfiles import WHY, refuse_submission
+from attncourse.runrecord import RunRecord
 from attncourse.worker.files import read_tree, write_tree
 from attncourse.worker.result import StudentResult
 from attncourse.worker.task import grade_on_worker, stop_grading
@@ -102,7 +103,7 @@ def status_of(result: StudentResult) -> tuple[str, str]:
     ``refused`` and are named in the details of any status.
     """
     status, details = _status(result, result.record)
-    refused = result.record.get("refused_files") or result.refused
+    refused = result.record.refused_files or result.refused
     if refused and status != "missing":
         listed = "refused " + "; ".join(refused)
         if status == "ok":
@@ -116,12 +117,12 @@ def _status(result, record):
         return "missing", result.missing
     if result.error:
         return "error", result.error
-    if record.get("unreadable"):
-        return "unreadable", record["unreadable"]
-    if record.get("faults"):
-        return "faults", "; ".join(f"{f['fault']} in {f['cell']}" for f in record["faults"])
-    if record.get("repairs"):
-        return "repaired", "; ".join(record["repairs"])
+    if record.unreadable:
+        return "unreadable", record.unreadable
+    if record.faults:
+        return "faults", "; ".join(f"{f['fault']} in {f['cell']}" for f in record.faults)
+    if record.repairs:
+        return "repaired", "; ".join(record.repairs)
     return "ok", ""
 
 
@@ -135,7 +136,7 @@ def missing_reason(nb, refused):
 
 def protections_of(record):
     """Short names of the protections a student's kernel ran with."""
-    p = record.get("protections") or {}
+    p = record.protections or {}
     names = []
     if p.get("mount_namespace"):
         names.append("fs")
@@ -265,7 +266,7 @@ def grade(
         "students": [results[s].summary() for s in sorted(results)],
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    print_summary(summary, out)
+    print_summary(summary, [results[s] for s in sorted(results)], out)
     failed = [s for s, r in results.items() if r.status == "error"]
     return (1 if failed else 0), results
 
@@ -357,38 +358,38 @@ def _save(course, assignment, run_dir, gb, late_penalty, result):
     result.save_s = round(time.monotonic() - started, 3)
 
 
-def print_summary(summary, out=sys.stdout):
-    """The end-of-run table: per student score, status, time, worker, protections; then totals."""
-    rows = summary["students"]
-    width = max([len(r["student"]) for r in rows] + [7])
+def print_summary(summary, results, out=sys.stdout):
+    """The end-of-run table: per student score, status, time, worker, protections; then totals.
+
+    ``results``: the students' :class:`StudentResult`, in the summary's order."""
+    width = max([len(r.student) for r in results] + [7])
     print(
-        f"\n{summary['assignment']}: {len(rows)} students, {summary['workers']} workers, "
+        f"\n{summary['assignment']}: {len(results)} students, {summary['workers']} workers, "
         f"{summary['wall_s']:.1f}s",
         file=out,
     )
-    workers = max([len(r.get("worker") or "-") for r in rows] + [6])
+    workers = max([len(r.worker or "-") for r in results] + [6])
     print(
         f"{'student':{width}}  {'score':>11}  {'status':10}  {'time':>6}  {'worker':{workers}}  "
         "protections",
         file=out,
     )
-    for r in rows:
-        score = f"{r['score']:g}/{r['max_score']:g}" if r.get("max_score") else "-"
-        seconds = f"{r['seconds']:.1f}s" if "seconds" in r else "-"
-        prot = protections_of(r.get("record", {})) if r.get("record") else "-"
-        worker = r.get("worker") or "-"
+    for r in results:
+        score = f"{r.score:g}/{r.max_score:g}" if r.max_score else "-"
+        seconds = f"{r.seconds:.1f}s" if r.seconds is not None else "-"
+        prot = protections_of(r.record) if r.record != RunRecord() else "-"
         print(
-            f"{r['student']:{width}}  {score:>11}  {r['status']:10}  {seconds:>6}  "
-            f"{worker:{workers}}  {prot}",
+            f"{r.student:{width}}  {score:>11}  {r.status:10}  {seconds:>6}  "
+            f"{r.worker or '-':{workers}}  {prot}",
             file=out,
         )
-        if r["details"]:
-            print(f"{'':{width}}    {r['details']}", file=out)
+        if r.details:
+            print(f"{'':{width}}    {r.details}", file=out)
     counts = {}
-    for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
     print("totals: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=out)
-    protections = next((r["record"].get("protections") for r in rows if r.get("record")), None)
+    protections = next((r.record.protections for r in results if r.record.protections), None)
     if protections:
         hidden = ", ".join(protections.get("hidden", [])) or "nothing"
         limits = ", ".join(f"{k}={v}" for k, v in sorted(protections.get("rlimits", {}).items()))

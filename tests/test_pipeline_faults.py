@@ -216,7 +216,7 @@ def test_faults_are_recorded_against_the_cell_that_caused_them(graded):
         ("memory_bomb", {"out of memory", "kernel died"}),
         ("fork_bomb", {"left processes behind", "hung", "timeout"}),
     ]:
-        faults = results[student].record["faults"]
+        faults = results[student].record.faults
         assert {f["fault"] for f in faults if f["cell"] == PART} & kinds, (student, faults)
         assert all(f["cell"] == PART for f in faults), (student, faults)
     assert "no attention_variants.ipynb" in results["missing_notebook"].details

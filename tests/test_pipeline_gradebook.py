@@ -6,6 +6,7 @@ import sqlite3
 from contextlib import closing
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -22,6 +23,7 @@ from attncourse.gradebook import (
     write_assignment_definition,
 )
 from attncourse.pipeline import protections_of, status_of
+from attncourse.runrecord import RunRecord
 from attncourse.worker.files import read_tree, write_tree
 from attncourse.worker.result import StudentResult
 
@@ -181,26 +183,51 @@ def test_status_names_the_worst_thing_that_happened():
         "missing",
         "no a.ipynb submitted",
     )
-    assert status_of(StudentResult("s", error="boom", record={}))[0] == "error"
-    assert status_of(StudentResult("s", record={"unreadable": "NotJSONError"}))[0] == "unreadable"
-    faults = {"faults": [{"cell": "p4", "fault": "kernel died"}], "repairs": ["x"]}
+    assert status_of(StudentResult("s", error="boom"))[0] == "error"
+    assert (
+        status_of(StudentResult("s", record=RunRecord(unreadable="NotJSONError")))[0]
+        == "unreadable"
+    )
+    faults = RunRecord(faults=[{"cell": "p4", "fault": "kernel died"}], repairs=["x"])
     assert status_of(StudentResult("s", record=faults)) == ("faults", "kernel died in p4")
     assert (
-        status_of(StudentResult("s", record={"repairs": ["restored deleted cell t"]}))[0]
+        status_of(StudentResult("s", record=RunRecord(repairs=["restored deleted cell t"])))[0]
         == "repaired"
     )
-    assert status_of(StudentResult("s", record={"faults": []})) == ("ok", "")
+    assert status_of(StudentResult("s", record=RunRecord())) == ("ok", "")
 
 
 def test_protections_are_listed_by_short_name():
-    record = {
-        "protections": {
+    record = RunRecord(
+        protections={
             "mount_namespace": True,
             "network_namespace": True,
             "pid_namespace": False,
             "uid": 200123,
             "rlimits": {"as": 1, "cpu": 2},
         }
-    }
+    )
     assert protections_of(record) == "fs,net,uid,as,cpu"
-    assert protections_of({}) == "none"
+    assert protections_of(RunRecord()) == "none"
+
+
+def test_the_run_record_round_trips_through_the_notebook():
+    """What is filled in is stored and read back; the integrity findings travel untouched."""
+    nb = nbformat.v4.new_notebook()
+    assert RunRecord.of(nb) == RunRecord()
+    record = RunRecord(faults=[{"cell": "p1", "fault": "timeout"}], timing={"execute_s": 1.5})
+    record.store(nb)
+    assert nb.metadata["attncourse"] == {
+        "faults": [{"cell": "p1", "fault": "timeout"}],
+        "timing": {"execute_s": 1.5},
+    }
+    nb.metadata["attncourse"]["integrity"] = [{"kind": "x"}]
+    again = RunRecord.of(nb)
+    again.repairs.append("restored deleted cell t")
+    again.store(nb)
+    assert RunRecord.of(nb) == RunRecord(
+        repairs=["restored deleted cell t"],
+        faults=[{"cell": "p1", "fault": "timeout"}],
+        timing={"execute_s": 1.5},
+        integrity=[{"kind": "x"}],
+    )

@@ -160,14 +160,15 @@ def test_course_config_registers_the_refusals():
 
 def test_the_summary_says_what_was_refused():
     from attncourse.pipeline import missing_reason, status_of
+    from attncourse.runrecord import RunRecord
     from attncourse.worker.result import StudentResult
 
     refused = ["pipe: FIFO", "notes.txt: symlink to '../x'"]
-    assert status_of(StudentResult("s", record={"refused_files": refused})) == (
+    assert status_of(StudentResult("s", record=RunRecord(refused_files=refused))) == (
         "refused",
         "refused pipe: FIFO; notes.txt: symlink to '../x'",
     )
-    faults = {"faults": [{"fault": "timeout", "cell": "p1"}], "refused_files": refused[:1]}
+    faults = RunRecord(faults=[{"fault": "timeout", "cell": "p1"}], refused_files=refused[:1])
     assert status_of(StudentResult("s", record=faults)) == (
         "faults",
         "timeout in p1; refused pipe: FIFO",

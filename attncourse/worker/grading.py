@@ -11,8 +11,9 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from attncourse.constants import AUTOGRADED, METADATA_KEY, SUBMITTED
+from attncourse.constants import AUTOGRADED, SUBMITTED
 from attncourse.course import notebook_path
+from attncourse.runrecord import RunRecord
 from attncourse.worker.result import StudentResult
 
 IDLE_S = 600  # a grading process no run has used for this long exits
@@ -79,9 +80,9 @@ def _output_to(path):
 
 def _read_record(path):
     try:
-        return json.loads(Path(path).read_text()).get("metadata", {}).get(METADATA_KEY, {})
+        return RunRecord.of(json.loads(Path(path).read_text()))
     except (OSError, ValueError):
-        return {}
+        return RunRecord()
 
 
 def _grade_request(course, assignment, student, nbgrader_args, log_dir, refused):

@@ -7,6 +7,8 @@ left, the client what it wrote and the verdict; the run's ``summary.json`` holds
 
 from dataclasses import asdict, dataclass, field
 
+from attncourse.runrecord import RunRecord
+
 # What the client writes elsewhere (autograded/, the log, the gradebook), not into the summary.
 DELIVERED = ("files", "log", "gradebook")
 
@@ -22,7 +24,7 @@ class StudentResult:
     # the grading process
     error: str | None = None  # grading itself failed (not the student's code)
     seconds: float | None = None  # AutogradeApp's run for this student
-    record: dict = field(default_factory=dict)  # the autograded notebook's run record
+    record: RunRecord = field(default_factory=RunRecord)  # the autograded notebook's
     gradebook: dict | None = None  # what autograde wrote (gradebook.autograde_results)
     read_gradebook_s: float | None = None
     # the Dask worker
