@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ASSIGNMENT ?= attention_variants
 # make bench: copies of each demo submission (8 x 4 students = 32 submissions, a small class)
 COPIES ?= 8
-# make bench: turns of the four configurations (each ratio compares runs of one turn)
+# make bench: turns of the five configurations (each ratio compares runs of one turn)
 ROUNDS ?= 2
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
@@ -59,7 +59,7 @@ report: venv  ## reports/index.html: scores, failing tests, common mistakes, int
 scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, without grading
 	$(BIN)/attncourse scan $(ASSIGNMENT)
 
-bench: venv  ## seconds per submission: stock and serial nbgrader vs attncourse grade at 1 and all workers
+bench: venv  ## seconds per submission: stock and serial nbgrader vs attncourse grade (1 worker with all or its share of threads, all workers)
 	$(BIN)/attncourse bench --copies $(COPIES) --rounds $(ROUNDS)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/

@@ -7,7 +7,7 @@ Imports point down this map, never up (``tests/test_structure.py``).
 Command line and commands
     ``cli``           ``attncourse <command>``, which the Makefile calls
     ``pipeline``      ``attncourse grade``: a class on a Dask cluster (the client)
-    ``worker``        what a Dask worker does for one student
+    ``worker/``       what a Dask worker does for one student, by the process each part runs in
     ``cluster``       where grading runs: a local or a running Dask cluster
     ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
     ``demo``          ``make demo``: the whole workflow on bundled submissions
@@ -27,13 +27,15 @@ nbgrader plugins
 The judge and the sandbox
     ``judge/``        hidden tests computed in the grader's process, asking the kernel for data;
                       ``judge.checks`` and ``judge.rules`` are what every assignment's checks share
-    ``grading/``      one module per assignment: its hidden checks (``CHECKS``), loaded by the
-                      judge only; nothing else lives there
+    ``grading/``      one package per assignment, one shape for all (its tolerances, its
+                      references, a checks module per group of parts, CHECKS in its init);
+                      loaded by the judge only; nothing else lives there
     ``sandbox/``      each kernel in a sandbox: its kernel side and the grader's kernel manager
 
 Course files and notebooks
     ``course``        where the course lives, its config, how to call nbgrader
-    ``cells``         what a cell is (grade id, answer, test) and a notebook's run record
+    ``cells``         what a cell is (grade id, answer, test)
+    ``runrecord``     a notebook's run record: what grading it recorded, built and read here
     ``submissions``   submissions built from the release (solution, named mistakes)
     ``gradebook``     scores read from a gradebook, one student's results written to it
     ``plainfiles``    submissions are files: links and special files refused, never followed

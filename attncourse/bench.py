@@ -160,14 +160,14 @@ def _median(f, n=3):
 
 def where_time_goes(extra, records):
     """Seconds for each piece of grading one submission."""
-    timed = [r for r in records if _timing(r) and "task_s" in r]
+    timed = [r for r in records if _timing(r) and r.task_s is not None]
     bare = ["--HistoryManager.hist_file=:memory:"]
     torch_import = _median(
         lambda: _timed([sys.executable, "-c", "import torch"]),
     )
-    ready = [r["record"]["timing"]["kernel_ready_s"] for r in records if _timing(r)]
+    ready = [r.record.timing["kernel_ready_s"] for r in records if _timing(r)]
     compute = [
-        r["record"]["timing"]["execute_s"] - r["record"]["timing"]["kernel_ready_s"]
+        r.record.timing["execute_s"] - r.record.timing["kernel_ready_s"]
         for r in records
         if _timing(r)
     ]
@@ -187,13 +187,13 @@ def where_time_goes(extra, records):
         if compute
         else 0.0,
         "nbgrader autograde around the execution: sanitize, gradebook, export (median)": (
-            _median_of(r["seconds"] - r["record"]["timing"]["execute_s"] for r in timed)
+            _median_of(r.seconds - r.record.timing["execute_s"] for r in timed)
         ),
         "Dask task around autograde: scratch course, files, reading its gradebook (median)": (
-            _median_of(r["task_s"] - r["seconds"] for r in timed)
+            _median_of(r.task_s - r.seconds for r in timed)
         ),
         "client: the student's gradebook rows, autograded folder and log (median)": (
-            _median_of(r["save_s"] for r in timed)
+            _median_of(r.save_s for r in timed)
         ),
     }
 
@@ -213,7 +213,7 @@ def _timed_server():
 
 
 def _timing(result):
-    timing = result.get("record", {}).get("timing", {})
+    timing = result.record.timing
     return "kernel_ready_s" in timing and "execute_s" in timing
 
 

@@ -1,11 +1,9 @@
-"""What a notebook's cells are to nbgrader and to this course, and the notebook's run record."""
+"""What a notebook's cells are to nbgrader and to this course."""
 
 from dataclasses import dataclass
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
-
-from attncourse.constants import METADATA_KEY
 
 
 def grade_id(cell: NotebookNode) -> str | None:
@@ -58,8 +56,3 @@ def code_cells(nb: NotebookNode) -> list[CodeCell]:
         student = not test and (answer or not cell.metadata.get("nbgrader", {}).get("locked"))
         out.append(CodeCell(index, cell.source, grade_id(cell), student, answer, test))
     return out
-
-
-def record_of(nb: NotebookNode) -> dict:
-    """The pipeline's record in a notebook's metadata (created when missing)."""
-    return nb.metadata.setdefault(METADATA_KEY, {})

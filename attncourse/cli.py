@@ -45,7 +45,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Time stock nbgrader autograde against this pipeline at 1 and N workers."""
+    """Time stock and serial nbgrader autograde against attncourse grade with 1 worker (all
+    threads, and its share of them) and N workers: the five configurations of make bench."""
     from attncourse.bench import run_bench
 
     return run_bench(
@@ -183,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("bench", parents=[where], help=cmd_bench.__doc__)
     p.add_argument("--assignment", default="attention_variants")
     p.add_argument("--copies", type=int, default=8, help="copies of each demo submission")
-    p.add_argument("--rounds", type=int, default=2, help="turns of the four configurations")
+    p.add_argument("--rounds", type=int, default=2, help="turns of the five configurations")
     p.add_argument("--workers", type=int, default=None, help="the parallel run (default: cores)")
     p.add_argument("--dir", default=None, help="keep the scratch courses here (default: temporary)")
     p.set_defaults(func=cmd_bench)

@@ -3,7 +3,7 @@
 This is the client. It takes what every student submitted (each folder loses its
 symlinks and special files first: :func:`attncourse.plainfiles.refuse_submission`,
 removed, never followed; a symlinked notebook leaves the student ``missing``), and sends
-one Dask task per student (:func:`attncourse.worker.grade_on_worker`): the worker runs
+one Dask task per student (:func:`attncourse.worker.task.grade_on_worker`): the worker runs
 nbgrader's own ``AutogradeApp`` for that student in a scratch course under the course's
 ``nbgrader_config.py``, so every preprocessor, the sandbox and the judge apply exactly as
 with plain ``nbgrader autograde``, and returns the scores, the autograded folder, the log
@@ -52,7 +52,10 @@ from attncourse.course import (
 )
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
 from attncourse.plainfiles import WHY, refuse_submission
-from attncourse.worker import grade_on_worker, read_tree, stop_grading, write_tree
+from attncourse.runrecord import RunRecord
+from attncourse.worker.files import read_tree, write_tree
+from attncourse.worker.result import StudentResult
+from attncourse.worker.task import grade_on_worker, stop_grading
 
 IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
 
@@ -93,14 +96,14 @@ def _the_course(bundle):
     return bundle
 
 
-def status_of(result):
+def status_of(result: StudentResult) -> tuple[str, str]:
     """One word for a student's run, worst first, and the details behind it.
 
     Files refused from the submission (``refused``: symlinks, FIFOs, ...) make the status
     ``refused`` and are named in the details of any status.
     """
-    status, details = _status(result, result.get("record", {}))
-    refused = result.get("record", {}).get("refused_files") or result.get("refused") or []
+    status, details = _status(result, result.record)
+    refused = result.record.refused_files or result.refused
     if refused and status != "missing":
         listed = "refused " + "; ".join(refused)
         if status == "ok":
@@ -110,16 +113,16 @@ def status_of(result):
 
 
 def _status(result, record):
-    if result.get("missing"):
-        return "missing", result["missing"]
-    if result.get("error"):
-        return "error", result["error"]
-    if record.get("unreadable"):
-        return "unreadable", record["unreadable"]
-    if record.get("faults"):
-        return "faults", "; ".join(f"{f['fault']} in {f['cell']}" for f in record["faults"])
-    if record.get("repairs"):
-        return "repaired", "; ".join(record["repairs"])
+    if result.missing:
+        return "missing", result.missing
+    if result.error:
+        return "error", result.error
+    if record.unreadable:
+        return "unreadable", record.unreadable
+    if record.faults:
+        return "faults", "; ".join(f"{f['fault']} in {f['cell']}" for f in record.faults)
+    if record.repairs:
+        return "repaired", "; ".join(record.repairs)
     return "ok", ""
 
 
@@ -133,7 +136,7 @@ def missing_reason(nb, refused):
 
 def protections_of(record):
     """Short names of the protections a student's kernel ran with."""
-    p = record.get("protections") or {}
+    p = record.protections or {}
     names = []
     if p.get("mount_namespace"):
         names.append("fs")
@@ -160,7 +163,7 @@ def grade(
     out: TextIO = sys.stdout,
     threads: int | None = None,
     scheduler: str | None = None,
-) -> tuple[int, dict]:
+) -> tuple[int, dict[str, StudentResult]]:
     """Autograde every submitted student of ``assignment``; return (exit status, results).
 
     ``scheduler``: address of a running Dask scheduler (default: ``c.CourseGrading.scheduler``,
@@ -192,11 +195,9 @@ def grade(
             todo.append(student)
             size[student] = nb.stat().st_size
         else:
-            results[student] = {
-                "student": student,
-                "missing": missing_reason(nb, refused[student]),
-                "refused": refused[student],
-            }
+            results[student] = StudentResult(
+                student, missing=missing_reason(nb, refused[student]), refused=refused[student]
+            )
     # Longest first, with the notebook's size as the guess (an untouched or damaged one runs
     # little): the short ones then fill the workers' last minutes instead of one long one
     # keeping a single worker busy at the end.
@@ -222,15 +223,14 @@ def grade(
         ):
 
             def save(student, result):
-                if refused[student]:
-                    result["refused"] = refused[student]
+                result.refused = refused[student]
                 _save(course, assignment, run_dir, gb, late_penalty, result)
                 results[student] = result
                 status, _ = status_of(result)
                 bar.set_postfix_str(f"{student}: {status}")
                 if progress:
-                    worker = f", {result['worker']}" if result.get("worker") else ""
-                    bar.write(f"  {status:10s} {student} ({result.get('seconds', 0):.1f}s{worker})")
+                    worker = f", {result.worker}" if result.worker else ""
+                    bar.write(f"  {status:10s} {student} ({result.seconds or 0:.1f}s{worker})")
                 bar.update(1)
 
             def say(line):  # above the progress bar
@@ -251,23 +251,23 @@ def grade(
     scores = cell_scores(course, assignment, url=db_url, course_id=course_id)
     for student, result in results.items():
         grades = scores.get(student, {})
-        result["score"] = sum(g[0] or 0 for g in grades.values())
-        result["max_score"] = sum(g[1] for g in grades.values())
-        result["needs_manual"] = sum(bool(g[2]) for g in grades.values())
-        result["status"], result["details"] = status_of(result)
+        result.score = sum(g[0] or 0 for g in grades.values())
+        result.max_score = sum(g[1] for g in grades.values())
+        result.needs_manual = sum(bool(g[2]) for g in grades.values())
+        result.status, result.details = status_of(result)
     summary = {
         "assignment": assignment,
         "scheduler": scheduler or "local",
         "workers": n_workers,
         "threads_per_kernel": threads
-        or sorted({r["threads_per_kernel"] for r in results.values() if "threads_per_kernel" in r}),
+        or sorted({r.threads_per_kernel for r in results.values() if r.threads_per_kernel}),
         "wall_s": round(wall, 2),
         "db_url": db_url.split("@")[-1],
-        "students": [results[s] for s in sorted(results)],
+        "students": [results[s].summary() for s in sorted(results)],
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    print_summary(summary, out)
-    failed = [s for s, r in results.items() if r["status"] == "error"]
+    print_summary(summary, [results[s] for s in sorted(results)], out)
+    failed = [s for s, r in results.items() if r.status == "error"]
     return (1 if failed else 0), results
 
 
@@ -335,7 +335,7 @@ def _graded(client, bundle, todo, jobs):
         try:
             result = future.result()
         except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good
-            result = {"student": student, "error": f"grading failed: {type(e).__name__}: {e}"}
+            result = StudentResult(student, error=f"grading failed: {type(e).__name__}: {e}")
         future.release()
         yield student, result
         send_more()
@@ -344,52 +344,52 @@ def _graded(client, bundle, todo, jobs):
 def _save(course, assignment, run_dir, gb, late_penalty, result):
     """Write one student's result: the log, the autograded folder and the gradebook."""
     started = time.monotonic()
-    student = result["student"]
-    (run_dir / f"{student}.log").write_text(result.pop("log", ""))
+    student = result.student
+    (run_dir / f"{student}.log").write_text(result.log)
     folder = notebook_path(course, AUTOGRADED, assignment, student).parent
-    files = result.pop("files", None)
-    if files:
-        write_tree(folder, files)
-    elif files is not None:
+    if result.files:
+        write_tree(folder, result.files)
+    elif result.files is not None:
         shutil.rmtree(folder, ignore_errors=True)  # as autograde --force left it
-    saved = result.pop("gradebook", None)
-    if saved:
-        save_autograde_results(gb, assignment, student, saved, late_penalty)
-    result["save_s"] = round(time.monotonic() - started, 3)
+    if result.gradebook:
+        save_autograde_results(gb, assignment, student, result.gradebook, late_penalty)
+    result.files = result.gradebook = None  # delivered: nothing more to keep in memory
+    result.log = ""
+    result.save_s = round(time.monotonic() - started, 3)
 
 
-def print_summary(summary, out=sys.stdout):
-    """The end-of-run table: per student score, status, time, worker, protections; then totals."""
-    rows = summary["students"]
-    width = max([len(r["student"]) for r in rows] + [7])
+def print_summary(summary, results, out=sys.stdout):
+    """The end-of-run table: per student score, status, time, worker, protections; then totals.
+
+    ``results``: the students' :class:`StudentResult`, in the summary's order."""
+    width = max([len(r.student) for r in results] + [7])
     print(
-        f"\n{summary['assignment']}: {len(rows)} students, {summary['workers']} workers, "
+        f"\n{summary['assignment']}: {len(results)} students, {summary['workers']} workers, "
         f"{summary['wall_s']:.1f}s",
         file=out,
     )
-    workers = max([len(r.get("worker") or "-") for r in rows] + [6])
+    workers = max([len(r.worker or "-") for r in results] + [6])
     print(
         f"{'student':{width}}  {'score':>11}  {'status':10}  {'time':>6}  {'worker':{workers}}  "
         "protections",
         file=out,
     )
-    for r in rows:
-        score = f"{r['score']:g}/{r['max_score']:g}" if r.get("max_score") else "-"
-        seconds = f"{r['seconds']:.1f}s" if "seconds" in r else "-"
-        prot = protections_of(r.get("record", {})) if r.get("record") else "-"
-        worker = r.get("worker") or "-"
+    for r in results:
+        score = f"{r.score:g}/{r.max_score:g}" if r.max_score else "-"
+        seconds = f"{r.seconds:.1f}s" if r.seconds is not None else "-"
+        prot = protections_of(r.record) if r.record != RunRecord() else "-"
         print(
-            f"{r['student']:{width}}  {score:>11}  {r['status']:10}  {seconds:>6}  "
-            f"{worker:{workers}}  {prot}",
+            f"{r.student:{width}}  {score:>11}  {r.status:10}  {seconds:>6}  "
+            f"{r.worker or '-':{workers}}  {prot}",
             file=out,
         )
-        if r["details"]:
-            print(f"{'':{width}}    {r['details']}", file=out)
+        if r.details:
+            print(f"{'':{width}}    {r.details}", file=out)
     counts = {}
-    for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
     print("totals: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=out)
-    protections = next((r["record"].get("protections") for r in rows if r.get("record")), None)
+    protections = next((r.record.protections for r in results if r.record.protections), None)
     if protections:
         hidden = ", ".join(protections.get("hidden", [])) or "nothing"
         limits = ", ".join(f"{k}={v}" for k, v in sorted(protections.get("rlimits", {}).items()))

@@ -38,8 +38,9 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 
 from attncourse.cells import is_test_cell
-from attncourse.constants import METADATA_KEY, REPORTS, RUN_RECORDS
+from attncourse.constants import REPORTS, RUN_RECORDS
 from attncourse.integrity.findings import findings_of
+from attncourse.runrecord import RunRecord
 
 RUN_SUMMARY = "summary.json"  # in autograded/.attncourse/<assignment>/, by attncourse.pipeline
 
@@ -71,7 +72,7 @@ def failure_message(output):
 
 def notebook_seconds(nb):
     """Seconds the notebook took to execute, from the grading record or nbclient's cell timing."""
-    timing = nb.metadata.get(METADATA_KEY, {}).get("timing", {})
+    timing = RunRecord.of(nb).timing
     if "execute_s" in timing:
         return float(timing["execute_s"])
     stamps = []

@@ -13,8 +13,8 @@ import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
 
-from attncourse.cells import record_of
 from attncourse.constants import METADATA_KEY
+from attncourse.runrecord import RunRecord
 
 
 class TolerantNotebookExporter(NotebookExporter):
@@ -34,5 +34,5 @@ class TolerantNotebookExporter(NotebookExporter):
             nb.cells.append(
                 nbformat.v4.new_markdown_cell(f"**This submission could not be read:** {reason}")
             )
-            record_of(nb)["unreadable"] = reason
+            RunRecord(unreadable=reason).store(nb)
         return self.from_notebook_node(nb, resources=resources, **kw)

@@ -105,8 +105,8 @@ def test_a_worker_killed_mid_student_has_every_student_graded_exactly_once(
     assert status == 0
     assert set(results) == {*students, "slow"}
     (survivor,) = {"w1", "w2"} - set(killed)
-    assert results["slow"]["worker"] == survivor
-    assert all(r["status"] in ("ok", "repaired") for r in results.values()), results
+    assert results["slow"].worker == survivor
+    assert all(r.status in ("ok", "repaired") for r in results.values()), results
     plain = cell_scores(graded_course(tmp_path_factory.getbasetemp()), ASSIGNMENT)
     scores = cell_scores(course, ASSIGNMENT)
     assert {s: scores[s] for s in students} == plain
@@ -133,5 +133,5 @@ def test_on_a_gpu_grader_each_local_worker_is_pinned_to_its_gpu(tmp_path, monkey
     status, results = grade(ASSIGNMENT, course=course, students=["perfect", "wrong"])
 
     assert status == 0
-    assert {(r["worker"], r["gpu"]) for r in results.values()} == {("gpu0-0", "0")}
-    assert results["perfect"]["score"] == 3.0 and results["wrong"]["score"] == 1.0
+    assert {(r.worker, r.gpu) for r in results.values()} == {("gpu0-0", "0")}
+    assert results["perfect"].score == 3.0 and results["wrong"].score == 1.0

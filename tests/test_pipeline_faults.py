@@ -201,7 +201,7 @@ def test_each_student_gets_the_expected_status_and_the_run_succeeds(graded):
     assert graded["status"] == 0
     for student, (_, _, status) in graded["students"].items():
         if status is not None:
-            assert graded["results"][student]["status"] == status, graded["results"][student]
+            assert graded["results"][student].status == status, graded["results"][student]
 
 
 def test_faults_are_recorded_against_the_cell_that_caused_them(graded):
@@ -216,11 +216,11 @@ def test_faults_are_recorded_against_the_cell_that_caused_them(graded):
         ("memory_bomb", {"out of memory", "kernel died"}),
         ("fork_bomb", {"left processes behind", "hung", "timeout"}),
     ]:
-        faults = results[student]["record"]["faults"]
+        faults = results[student].record.faults
         assert {f["fault"] for f in faults if f["cell"] == PART} & kinds, (student, faults)
         assert all(f["cell"] == PART for f in faults), (student, faults)
-    assert "no attention_variants.ipynb" in results["missing_notebook"]["details"]
-    assert "NotJSONError" in results["malformed_json"]["details"]
+    assert "no attention_variants.ipynb" in results["missing_notebook"].details
+    assert "NotJSONError" in results["malformed_json"].details
 
 
 def test_crashed_students_keep_their_autograded_notebook(graded):

@@ -4,19 +4,28 @@ with, and how one student's autograde results are carried into the course's grad
 import datetime
 import sqlite3
 from contextlib import closing
+from types import SimpleNamespace
 
+import nbformat
 import pytest
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from nbgrader.api import Gradebook
+from nbgrader.dbutil import ALEMBIC_DIR
 from nbgrader.preprocessors import AssignLatePenalties
+from sqlalchemy import create_engine
 from traitlets.config import Config
 
 from attncourse.gradebook import (
     autograde_results,
+    bounded_penalty,
     save_autograde_results,
     write_assignment_definition,
 )
 from attncourse.pipeline import protections_of, status_of
-from attncourse.worker import read_tree, write_tree
+from attncourse.runrecord import RunRecord
+from attncourse.worker.files import read_tree, write_tree
+from attncourse.worker.result import StudentResult
 
 DUE = datetime.datetime(2030, 1, 1)
 IDS = "nb", "a1"
@@ -86,12 +95,25 @@ def test_workers_gradebook_holds_the_assignment_and_no_student(tmp_path):
         "submitted_assignment": 0,
         "grade": 0,
     }
+    engine = create_engine(f"sqlite:///{tmp_path / 'scratch.db'}")
+    with engine.connect() as scratch:  # stamped with the course's migration, nbgrader's head
+        version = MigrationContext.configure(scratch).get_current_revision()
+    engine.dispose()
+    assert version == ScriptDirectory(ALEMBIC_DIR).get_current_head()
     with closing(Gradebook(f"sqlite:///{tmp_path / 'scratch.db'}", "attention")) as gb:
         assert gb.find_source_cell("t1", *IDS).source == "assert f(1) == 2"
         assert gb.find_assignment("a1").duedate == DUE
         gb.add_student("s1")
         gb.add_submission("a1", "s1")  # what autograde does in it
         assert autograde_results(gb.db.bind.url.render_as_string(), "a1", "s1")["notebooks"]
+
+
+@pytest.mark.parametrize(("penalty", "score"), [(-1.0, 3.0), (0.0, 3.0), (1.5, 3.0), (5.0, 3.0)])
+def test_late_penalty_is_bounded_as_nbgrader_bounds_it(penalty, score):
+    """Fails loudly when nbgrader's AssignLatePenalties changes how it bounds a penalty (it
+    does so in a private method, which the course does not call)."""
+    notebook = SimpleNamespace(score=score)
+    assert bounded_penalty(penalty, score) == _late_penalty()._check_late_penalty(notebook, penalty)
 
 
 def test_saving_keeps_manual_scores_and_comments(tmp_path):
@@ -150,24 +172,55 @@ def test_files_travel_as_plain_files_and_stay_inside_their_folder(tmp_path):
 
 
 def test_status_names_the_worst_thing_that_happened():
-    assert status_of({"missing": "no a.ipynb submitted"}) == ("missing", "no a.ipynb submitted")
-    assert status_of({"error": "boom", "record": {}})[0] == "error"
-    assert status_of({"record": {"unreadable": "NotJSONError"}})[0] == "unreadable"
-    faults = {"faults": [{"cell": "p4", "fault": "kernel died"}], "repairs": ["x"]}
-    assert status_of({"record": faults}) == ("faults", "kernel died in p4")
-    assert status_of({"record": {"repairs": ["restored deleted cell t"]}})[0] == "repaired"
-    assert status_of({"record": {"faults": []}}) == ("ok", "")
+    assert status_of(StudentResult("s", missing="no a.ipynb submitted")) == (
+        "missing",
+        "no a.ipynb submitted",
+    )
+    assert status_of(StudentResult("s", error="boom"))[0] == "error"
+    assert (
+        status_of(StudentResult("s", record=RunRecord(unreadable="NotJSONError")))[0]
+        == "unreadable"
+    )
+    faults = RunRecord(faults=[{"cell": "p4", "fault": "kernel died"}], repairs=["x"])
+    assert status_of(StudentResult("s", record=faults)) == ("faults", "kernel died in p4")
+    assert (
+        status_of(StudentResult("s", record=RunRecord(repairs=["restored deleted cell t"])))[0]
+        == "repaired"
+    )
+    assert status_of(StudentResult("s", record=RunRecord())) == ("ok", "")
 
 
 def test_protections_are_listed_by_short_name():
-    record = {
-        "protections": {
+    record = RunRecord(
+        protections={
             "mount_namespace": True,
             "network_namespace": True,
             "pid_namespace": False,
             "uid": 200123,
             "rlimits": {"as": 1, "cpu": 2},
         }
-    }
+    )
     assert protections_of(record) == "fs,net,uid,as,cpu"
-    assert protections_of({}) == "none"
+    assert protections_of(RunRecord()) == "none"
+
+
+def test_the_run_record_round_trips_through_the_notebook():
+    """What is filled in is stored and read back; the integrity findings travel untouched."""
+    nb = nbformat.v4.new_notebook()
+    assert RunRecord.of(nb) == RunRecord()
+    record = RunRecord(faults=[{"cell": "p1", "fault": "timeout"}], timing={"execute_s": 1.5})
+    record.store(nb)
+    assert nb.metadata["attncourse"] == {
+        "faults": [{"cell": "p1", "fault": "timeout"}],
+        "timing": {"execute_s": 1.5},
+    }
+    nb.metadata["attncourse"]["integrity"] = [{"kind": "x"}]
+    again = RunRecord.of(nb)
+    again.repairs.append("restored deleted cell t")
+    again.store(nb)
+    assert RunRecord.of(nb) == RunRecord(
+        repairs=["restored deleted cell t"],
+        faults=[{"cell": "p1", "fault": "timeout"}],
+        timing={"execute_s": 1.5},
+        integrity=[{"kind": "x"}],
+    )

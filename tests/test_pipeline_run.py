@@ -41,9 +41,9 @@ def test_parallel_grading_matches_plain_nbgrader_and_summarizes(tmp_path, tmp_pa
     )
     assert {r["student"] for r in summary["students"]} == {*students, "absent"}
     perfect = results["perfect"]
-    assert perfect["status"] == "ok" and perfect["record"]["protections"]
-    assert {results[s]["worker"] for s in students} <= {"0", "1"}
-    assert perfect["save_s"] < perfect["seconds"] / 2  # the client's share is small
+    assert perfect.status == "ok" and perfect.record.protections
+    assert {results[s].worker for s in students} <= {"0", "1"}
+    assert perfect.save_s < perfect.seconds / 2  # the client's share is small
     log = course / "autograded" / ".attncourse" / ASSIGNMENT / "perfect.log"
     assert "AutogradeApp" in log.read_text()
     autograded = course / "autograded" / "perfect" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"

@@ -160,14 +160,19 @@ def test_course_config_registers_the_refusals():
 
 def test_the_summary_says_what_was_refused():
     from attncourse.pipeline import missing_reason, status_of
+    from attncourse.runrecord import RunRecord
+    from attncourse.worker.result import StudentResult
 
     refused = ["pipe: FIFO", "notes.txt: symlink to '../x'"]
-    assert status_of({"record": {"refused_files": refused}}) == (
+    assert status_of(StudentResult("s", record=RunRecord(refused_files=refused))) == (
         "refused",
         "refused pipe: FIFO; notes.txt: symlink to '../x'",
     )
-    faults = {"faults": [{"fault": "timeout", "cell": "p1"}], "refused_files": refused[:1]}
-    assert status_of({"record": faults}) == ("faults", "timeout in p1; refused pipe: FIFO")
+    faults = RunRecord(faults=[{"fault": "timeout", "cell": "p1"}], refused_files=refused[:1])
+    assert status_of(StudentResult("s", record=faults)) == (
+        "faults",
+        "timeout in p1; refused pipe: FIFO",
+    )
     nb = Path("submitted/s/a/a.ipynb")
     assert missing_reason(nb, ["a.ipynb: symlink to '/x'"]).startswith(
         "refused a.ipynb: symlink to '/x': a submission may hold only regular files"
@@ -265,11 +270,11 @@ def test_attncourse_grade_refuses_links_and_the_kernel_never_sees_their_targets(
     _, results = grade(ASSIGNMENT, workers=1, course=course, progress=False, out=out)
     summary = out.getvalue()
 
-    assert results["linker"]["status"] == "missing"
-    assert f"refused {ASSIGNMENT}.ipynb: symlink to" in results["linker"]["details"]
-    assert "never read" in results["linker"]["details"]
+    assert results["linker"].status == "missing"
+    assert f"refused {ASSIGNMENT}.ipynb: symlink to" in results["linker"].details
+    assert "never read" in results["linker"].details
     mallory = results[STUDENT]
-    assert "refused" in mallory["details"] and "grades.db: symlink" in mallory["details"]
+    assert "refused" in mallory.details and "grades.db: symlink" in mallory.details
     assert "pipe: FIFO" in summary
 
     nb = nbformat.read(autograded(course), as_version=4)

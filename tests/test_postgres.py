@@ -108,7 +108,7 @@ def test_parallel_grading_against_postgres_matches_sqlite(tmp_path, postgres_url
         ASSIGNMENT, course=pg_course, db_url=postgres_url, scheduler=dask_cluster.address
     )
     assert status == 0
-    assert {r["worker"] for r in results.values()} <= {"w1", "w2"}
+    assert {r.worker for r in results.values()} <= {"w1", "w2"}
     assert grade(ASSIGNMENT, workers=2, course=sqlite_course)[0] == 0
 
     on_postgres = cell_scores(pg_course, ASSIGNMENT, url=postgres_url)

@@ -37,8 +37,8 @@ def test_solution_scores_the_same_with_one_and_two_torch_threads(tmp_path, assig
         status, results = grade(
             assignment, workers=2, course=course, progress=False, out=io.StringIO(), threads=threads
         )
-        assert status == 0, {s: r.get("status") for s, r in results.items()}
-        assert {r["threads_per_kernel"] for r in results.values()} == {threads}
+        assert status == 0, {s: r.status for s, r in results.items()}
+        assert {r.threads_per_kernel for r in results.values()} == {threads}
         runs[threads] = cell_scores(course, assignment)
 
     reference = runs[1][students[0]]

@@ -10,6 +10,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attncourse.constants import METADATA_KEY
+from attncourse.runrecord import RunRecord
 
 
 class RecordGradingRun(NbGraderPreprocessor):
@@ -18,7 +19,7 @@ class RecordGradingRun(NbGraderPreprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
     ) -> tuple[NotebookNode, ResourcesDict]:
-        record = resources.get(METADATA_KEY) or nb.metadata.get(METADATA_KEY)
-        if record:
-            nb.metadata[METADATA_KEY] = record
+        record = resources.get(METADATA_KEY)
+        if isinstance(record, RunRecord):  # kept in the resources by ResilientExecute
+            record.store(nb)
         return nb, resources

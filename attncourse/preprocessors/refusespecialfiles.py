@@ -16,8 +16,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from attncourse.cells import record_of
 from attncourse.plainfiles import WHY, refuse_submission, refused_before, special_entries
+from attncourse.runrecord import RunRecord
 
 
 class RefuseSpecialFiles(NbGraderPreprocessor):
@@ -39,9 +39,10 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
                 self.log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
             refused += now
         if refused:
-            record = record_of(nb)
-            known = record.setdefault("refused_files", [])
+            record = RunRecord.of(nb)
+            known = record.refused_files
             known.extend(e for e in refused if e not in known)
+            record.store(nb)
         return nb, resources
 
     def _remove_copies(self, rels, info):

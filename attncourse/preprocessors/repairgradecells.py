@@ -17,7 +17,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from attncourse.cells import record_of
+from attncourse.runrecord import RunRecord
 
 
 class RepairGradeCells(NbGraderPreprocessor):
@@ -66,7 +66,9 @@ class RepairGradeCells(NbGraderPreprocessor):
         for message in repairs:
             self.log.warning("%s: %s", resources["nbgrader"].get("student"), message)
         if repairs:
-            record_of(nb).setdefault("repairs", []).extend(repairs)
+            record = RunRecord.of(nb)
+            record.repairs.extend(repairs)
+            record.store(nb)
         return nb, resources
 
     FLAGS = ("grade", "solution", "locked", "points", "task")

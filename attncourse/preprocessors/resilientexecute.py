@@ -7,7 +7,6 @@ the cells before it and goes on. Test cells never run in the kernel: at each one
 (:mod:`attncourse.judge`) asks the kernel for data and writes the verdict.
 """
 
-import copy
 import os
 import shutil
 import time
@@ -30,9 +29,10 @@ from attncourse.constants import METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.judge.channel import KernelChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
-from attncourse.preprocessors import sparekernel
-from attncourse.preprocessors.workspace import Workspace
+from attncourse.runrecord import RunRecord
+from attncourse.sandbox import sparekernel
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
+from attncourse.sandbox.workspace import Workspace
 
 
 def _error(ename, evalue):
@@ -91,14 +91,11 @@ class ResilientExecute(Execute):
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict, km: KernelManager | None = None
     ) -> tuple[NotebookNode, ResourcesDict]:
-        record = resources.setdefault(
-            METADATA_KEY, copy.deepcopy(nb.metadata.get(METADATA_KEY, {}))
-        )
-        record.setdefault("faults", [])
-        if record.get("unreadable"):
+        record = resources.setdefault(METADATA_KEY, RunRecord.of(nb))
+        if record.unreadable:
             for cell in nb.cells:
                 if cell.cell_type == "code" and utils.is_grade(cell):
-                    cell.outputs = [_error("SubmissionUnreadable", record["unreadable"])]
+                    cell.outputs = [_error("SubmissionUnreadable", record.unreadable)]
             return nb, resources
         self._record = record
         self._judge_setup(nb, resources)
@@ -126,7 +123,7 @@ class ResilientExecute(Execute):
         finally:
             meta["path"] = original
             self._workspace.remove()
-        record.setdefault("timing", {})["execute_s"] = round(time.monotonic() - started, 3)
+        record.timing["execute_s"] = round(time.monotonic() - started, 3)
         return nb, resources
 
     def _spare_key(self, kernel_name):
@@ -161,11 +158,11 @@ class ResilientExecute(Execute):
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
-        timing = self._record.setdefault("timing", {})
+        timing = self._record.timing
         timing.setdefault("kernel_ready_s", round(time.monotonic() - self._kernel_started, 3))
-        if "protections" not in self._record:
+        if self._record.protections is None:
             manager = self.km
-            self._record["protections"] = (
+            self._record.protections = (
                 manager.protections() if isinstance(manager, SandboxKernelManager) else {}
             )
         await self._async_start_spare()
@@ -262,7 +259,7 @@ class ResilientExecute(Execute):
             cell.outputs = [_error("NotRun", "the kernel died too often; this cell was not run")]
             return cell, resources
         if self._left() <= 0:
-            if "budget" not in {f["fault"] for f in self._record["faults"]}:
+            if "budget" not in {f["fault"] for f in self._record.faults}:
                 self._fault(cell, index, "budget")
             cell.outputs = [_error("NotRun", self._budget_message())]
             return cell, resources
@@ -296,7 +293,7 @@ class ResilientExecute(Execute):
         return cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
 
     def _fault(self, cell, index, kind):
-        self._record["faults"].append({"cell": self._name(cell, index), "fault": kind})
+        self._record.faults.append({"cell": self._name(cell, index), "fault": kind})
         self.log.warning("%s in %s", kind, self._name(cell, index))
 
     def _fresh_kernel_without(self, cell, index, fault):

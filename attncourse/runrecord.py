@@ -1,0 +1,41 @@
+"""A notebook's run record: what grading it recorded in the notebook (``metadata.attncourse``).
+
+Autograde's preprocessors build it (the sanitize stage: repairs, refused files, an unreadable
+file; the run: faults, timings, the kernel's protections) and store it in the notebook; the
+grading process, ``attncourse grade``, ``make bench`` and the report read it back, all
+through :class:`RunRecord`. The integrity scan's findings travel in it untouched
+(:mod:`attncourse.integrity` reads and writes them itself).
+"""
+
+import copy
+from dataclasses import asdict, dataclass, field, fields
+
+from nbformat.notebooknode import NotebookNode
+
+from attncourse.constants import METADATA_KEY
+
+
+@dataclass
+class RunRecord:
+    """The record of grading one notebook; a field never filled in is empty (or None)."""
+
+    repairs: list[str] = field(default_factory=list)  # grade cells put back, and how
+    refused_files: list[str] = field(default_factory=list)  # links and special files removed
+    unreadable: str | None = None  # why the submitted file could not be read as a notebook
+    faults: list[dict] = field(default_factory=list)  # {"cell": grade_id, "fault": kind}
+    timing: dict[str, float] = field(default_factory=dict)  # kernel_ready_s, execute_s
+    protections: dict | None = None  # the kernel's sandbox, as the launcher recorded it
+    integrity: list[dict] = field(default_factory=list)  # attncourse.integrity's findings
+
+    @classmethod
+    def of(cls, nb: NotebookNode | dict) -> "RunRecord":
+        """The record stored in ``nb`` (a notebook, or a notebook's JSON), as a fresh copy."""
+        stored = (nb.get("metadata") or {}).get(METADATA_KEY) or {}
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: copy.deepcopy(v) for k, v in stored.items() if k in known})
+
+    def store(self, nb: NotebookNode) -> None:
+        """Write the record into ``nb``'s metadata (what was never filled in is left out)."""
+        nb.metadata[METADATA_KEY] = {
+            key: value for key, value in asdict(self).items() if value not in (None, [], {})
+        }

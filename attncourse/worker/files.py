@@ -1,0 +1,38 @@
+"""A folder as data: ``{relative path: (bytes, mode)}``, read and written without following a link.
+
+How a submission travels from the client to a worker and the autograded folder back.
+"""
+
+import os
+import shutil
+import stat
+from pathlib import Path, PurePosixPath
+
+
+def read_tree(folder):
+    """``{relative path: (bytes, mode)}`` of the regular files under ``folder``, no link followed."""
+    files = {}
+    folder = Path(folder)
+    for parent, dirnames, filenames in os.walk(folder):
+        for name in [*filenames, *dirnames]:
+            path = Path(parent) / name
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode):
+                rel = path.relative_to(folder).as_posix()
+                files[rel] = (path.read_bytes(), stat.S_IMODE(info.st_mode))
+    return files
+
+
+def write_tree(folder, files):
+    """Replace ``folder`` with ``files`` (as :func:`read_tree` gives them)."""
+    folder = Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for rel, (data, mode) in files.items():
+        parts = PurePosixPath(rel).parts
+        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+            raise ValueError(f"refusing to write {rel!r} outside {folder}")
+        path = folder.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.chmod(path, mode)  # as nbgrader left it (autograded files are read-only)
