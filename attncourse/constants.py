@@ -37,6 +37,10 @@ CELL_TIMEOUT_S = 120  # one cell, or one call of the judge into the kernel
 NOTEBOOK_BUDGET_S = 900  # the whole notebook: its cells and the judge's calls
 MAX_OUTPUT_BYTES = 1_000_000  # what a cell may print before the rest is dropped
 MAX_REPLY_BYTES = 256 * 2**20  # the largest answer the kernel may send the judge for one call
+# The grading process's own data limit (RLIMIT_DATA): a reply or a check that would need more
+# fails that check with a MemoryError instead of taking the worker down. A grading process
+# uses about 1 GiB; the largest accepted reply (a 256 MiB array) adds about 1 GiB while decoded.
+GRADER_DATA_MB = 6144
 IOPUB_TIMEOUT_S = 30  # wait for a cell's last output after its reply
 MAX_KERNEL_RESTARTS = 3  # kernel deaths or hangs after which the remaining cells are not run
 

@@ -847,3 +847,48 @@ RULE_ATTACKS = [
         ("p8_mha_as_gqa_test",),
     ),
 ]
+
+
+# Rule attacks that change the libraries: graded in real kernels with the attacks above (in
+# process they would patch this test's own torch). Each hides the loop of Part 5 outside MyMHA.
+CONTROLS["mha_loop"] = _MHA_LOOP_CONTROL
+_PER_HEAD = """
+def _per_head_output(m, x, y):
+    q, k, v = m.W_Q(x), m.W_K(y), m.W_V(y)
+    heads = []
+    for h in range(m.H):
+        q_h = q[..., h * m.D_qk : (h + 1) * m.D_qk]
+        k_h = k[..., h * m.D_qk : (h + 1) * m.D_qk]
+        v_h = v[..., h * m.D_v : (h + 1) * m.D_v]
+        heads.append(torch.softmax(q_h @ k_h.transpose(-2, -1) / m.D_qk**0.5, dim=-1) @ v_h)
+    return m.W_O(torch.cat(heads, dim=-1))
+"""
+ATTACKS += [
+    Attack(
+        "loop_hidden_in_a_patched_torch_softmax",
+        "rules: patched library",
+        """
+_softmax = torch.softmax
+def _looping_softmax(x, dim=-1, **kw):
+    for _ in range(1):
+        out = _softmax(x, dim=dim, **kw)
+    return out
+torch.softmax = _looping_softmax
+""",
+        answers={"p5_mha": _MHA_SOLUTION},
+        control="mha_loop",
+    ),
+    Attack(
+        "loop_in_a_global_module_forward_hook",
+        "rules: hooks",
+        _PER_HEAD
+        + """
+def _hook(module, args, output):
+    if type(module).__name__ == "MyMHA":
+        return _per_head_output(module, *args)
+torch.nn.modules.module.register_module_forward_hook(_hook)
+""",
+        answers={"p5_mha": MHA_ZEROS.strip() + "\n"},
+        control="mha_loop",
+    ),
+]

@@ -14,6 +14,7 @@ The class is graded by ``attncourse grade`` with 2 workers, and again by plain
 
 import copy
 import hashlib
+import json
 import sqlite3
 
 import nbformat
@@ -57,6 +58,25 @@ WRONG = SOLUTION.replace("(H * D_v,),  # o_l1", "(D_v,),  # o_l1")
 
 # student -> (override of the Part 4 answer or a damage function, cells that must score 0, status)
 LOSES_PART_4 = {PART_TEST}
+# The tests that judge a source rule: code that reaches the interpreter's state (ctypes, signal
+# handlers) anywhere in the notebook makes every rule unverifiable, so these lose too.
+RULE_BOUND = {
+    "p5_mha_values_test",
+    "p5_mha_no_loops_test",
+    "p7_gqa_interleaved_heads_test",
+    "p7_gqa_no_loops_test",
+    "p10_gqa_2_mla_rules_test",
+    "p13_reduced_matrices_rules_test",
+}
+IMPORTS = "import math\n\n" + SOLUTION.replace(
+    "    return (\n", "    math.sqrt(4)\n    return (\n", 1
+)
+FORGED_RECORD = {
+    "protections": {"uid": 0, "fs": True, "net": True},
+    "refused_files": ["forged.txt: a forged refusal"],
+    "repairs": ["forged repair"],
+    "faults": [{"cell": "p1_head_shapes", "fault": "forged"}],
+}
 
 
 def _cell(nb, gid):
@@ -72,6 +92,16 @@ def _duplicate_test(nb):
 
 def _delete_test(nb):
     del nb.cells[_cell(nb, "p3_softmax_argument_values_test")]
+    return nb
+
+
+def _test_cell_as_solution(nb):
+    nb.cells[_cell(nb, "p5_mha_values_test")].metadata["nbgrader"]["solution"] = True
+    return nb
+
+
+def _forged_record(nb):
+    nb.metadata["attncourse"] = copy.deepcopy(FORGED_RECORD)
     return nb
 
 
@@ -107,9 +137,20 @@ def corpus(course, listener, outside):
         "memory_bomb": (answer(MEMORY_BOMB + SOLUTION), LOSES_PART_4, "faults"),
         "fork_bomb": (answer(FORK_BOMB + SOLUTION), LOSES_PART_4, "faults"),
         "infinite_loop": (answer(INFINITE_LOOP + SOLUTION), LOSES_PART_4, "faults"),
-        "ignores_interrupt": (answer(IGNORES_INTERRUPT + SOLUTION), LOSES_PART_4, "faults"),
+        "ignores_interrupt": (
+            answer(IGNORES_INTERRUPT + SOLUTION),
+            LOSES_PART_4 | RULE_BOUND,
+            "faults",
+        ),
         "exits": (answer(EXIT + SOLUTION), LOSES_PART_4, "faults"),
-        "segfault": (answer(SEGFAULT + SOLUTION), LOSES_PART_4, "faults"),
+        "segfault": (answer(SEGFAULT + SOLUTION), LOSES_PART_4 | RULE_BOUND, "faults"),
+        "imports_beyond_first_cell": (answer(IMPORTS), LOSES_PART_4, "ok"),
+        "test_cell_marked_solution": (
+            _test_cell_as_solution(solution_submission(course, ASSIGNMENT)),
+            set(),
+            "repaired",
+        ),
+        "forged_record": (_forged_record(solution_submission(course, ASSIGNMENT)), set(), "ok"),
         "self_sigsegv": (answer(SELF_SIGSEGV + SOLUTION), LOSES_PART_4, "faults"),
         "big_print": (answer(BIG_PRINT + SOLUTION), set(), "faults"),
         "warns": (answer(WARNS), set(), "ok"),
@@ -221,6 +262,33 @@ def test_faults_are_recorded_against_the_cell_that_caused_them(graded):
         assert all(f["cell"] == PART for f in faults), (student, faults)
     assert "no attention_variants.ipynb" in results["missing_notebook"].details
     assert "NotJSONError" in results["malformed_json"].details
+
+
+def test_an_import_beyond_the_first_cell_costs_its_part_with_the_rule_named(graded):
+    nb = nbformat.read(
+        notebook_path(graded["course"], "autograded", ASSIGNMENT, "imports_beyond_first_cell"),
+        as_version=4,
+    )
+    cell = nb.cells[_cell(nb, PART_TEST)]
+    assert "imports are allowed only in the course's first cell" in cell.outputs[0]["evalue"]
+
+
+def test_a_test_cell_marked_as_a_solution_is_repaired_and_graded(graded):
+    record = graded["results"]["test_cell_marked_solution"].record
+    assert any("p5_mha_values_test" in r and "solution" in r for r in record.repairs), record
+
+
+def test_a_forged_record_is_dropped_and_the_graders_own_is_kept(graded):
+    record = graded["results"]["forged_record"].record
+    assert "forged.txt: a forged refusal" not in record.refused_files
+    assert "forged repair" not in record.repairs
+    assert all(f["fault"] != "forged" for f in record.faults)
+    assert record.protections and "mount_namespace" in record.protections
+    assert record.protections.get("uid") != 0
+    nb = nbformat.read(
+        notebook_path(graded["course"], "autograded", ASSIGNMENT, "forged_record"), as_version=4
+    )
+    assert "forged" not in json.dumps(nb.metadata.get("attncourse", {}))
 
 
 def test_crashed_students_keep_their_autograded_notebook(graded):

@@ -5,13 +5,14 @@ import contextlib
 import gc
 import json
 import os
+import resource
 import sys
 import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from attncourse.constants import AUTOGRADED, SUBMITTED
+from attncourse.constants import AUTOGRADED, GRADER_DATA_MB, SUBMITTED
 from attncourse.course import notebook_path
 from attncourse.runrecord import RunRecord
 from attncourse.worker.result import StudentResult
@@ -110,8 +111,21 @@ def _exit_with(parent):
     os._exit(1)
 
 
+def limit_memory(mb=GRADER_DATA_MB):
+    """Cap this process's data (its heap and private mappings; the kernels set their own,
+    lower limits): an allocation past it raises MemoryError in the check that asked."""
+    limit = mb * 2**20
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(
+        resource.RLIMIT_DATA, (limit, limit if hard == resource.RLIM_INFINITY else hard)
+    )
+
+
 def serve(read_fd, write_fd, parent):
     """The grading process: grade each request from the worker, until it goes or falls idle."""
+    limit_memory()
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     requests = Connection(read_fd, writable=False)
     replies = Connection(write_fd, readable=False)
