@@ -158,12 +158,30 @@ def test_locked_cell_edit_is_found_and_charged_to_the_part_it_tests():
     assert TOY.part_grades("scale_answer") == ["scale_test"]
 
 
-def test_added_cells_belong_to_the_part_above_them_or_the_first_part():
+def test_module_level_code_in_an_added_cell_is_charged_to_every_answer_part():
+    """It runs before every answer is called: the part above it is not the one it can change."""
     nb = toy_submission()
     nb.cells.insert(0, nbformat.v4.new_code_cell("torch.allclose = print"))
     nb.cells.insert(6, nbformat.v4.new_code_cell("np.allclose = print"))
-    parts = [(f.cell, f.part) for f in scan_notebook(nb, TOY)]
-    assert parts == [(0, "scale_answer"), (6, "double_answer")]
+    parts = sorted((f.cell, f.part) for f in scan_notebook(nb, TOY))
+    assert parts == [
+        (0, "double_answer"),
+        (0, "scale_answer"),
+        (6, "double_answer"),
+        (6, "scale_answer"),
+    ]
+
+
+def test_a_definition_in_an_added_cell_is_charged_to_the_answers_that_use_it():
+    """A helper placed above Part 1 but called by Part 2's answer (through another helper)."""
+    helper = "def _twice(x):\n    import math\n    return x * 2\n\n\ndef _via(x):\n    return _twice(x)\n"
+    nb = toy_submission(double_answer="def double(x):\n    return _via(x)\n")
+    nb.cells.insert(1, nbformat.v4.new_code_cell(helper))
+    assert {(f.cell, f.part) for f in scan_notebook(nb, TOY)} == {(1, "double_answer")}
+    control = toy_submission()
+    control.cells.insert(1, nbformat.v4.new_code_cell(helper))  # used by no answer
+    parts = {f.part for f in scan_notebook(control, TOY)}
+    assert parts == {"scale_answer"}, "an unused helper stays with the part above it"
 
 
 def test_copies_of_course_cells_are_trusted_even_without_metadata():
