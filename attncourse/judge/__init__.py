@@ -10,8 +10,14 @@
 * :mod:`~attncourse.judge.verdict` — a check's outcome as the test cell's outputs;
 * :mod:`~attncourse.judge.checks` — the base of every assignment's checks: comparisons,
   failure messages, the run's secret inputs, helpers for the student's objects;
-* :mod:`~attncourse.judge.rules` — source rules (loops, statements, forbidden calls), read
-  from the notebook's source by name.
+* :mod:`~attncourse.judge.rules` — source rules (loops, fused attention, numpy only, one
+  statement per output, the import rule), proved on the notebook's source;
+* :mod:`~attncourse.judge.program` — the notebook's code parsed once, with every binding;
+* :mod:`~attncourse.judge.resolve` — what an answer's code reaches, resolved statically,
+  and the constructs the judge cannot resolve;
+* :mod:`~attncourse.judge.tampering` — what any student cell does to change an answer from
+  outside it (patches, hooks, dynamic code);
+* :mod:`~attncourse.judge.libraries` — what the judge knows of the libraries and builtins.
 
 ``attncourse.grading.<assignment>`` builds on ``checks`` and ``rules``; nothing here imports
 an assignment's module except :mod:`~attncourse.judge.verdict`, by name, at grading time.

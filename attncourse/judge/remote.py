@@ -14,7 +14,7 @@ import json
 
 from attncourse.judge import wire
 from attncourse.judge.agent import MIME  # noqa: F401 - re-exported for the channel
-from attncourse.judge.resolve import Program, as_cells
+from attncourse.judge.program import Program, as_cells
 
 
 class KernelFault(Exception):

@@ -14,7 +14,11 @@ construct and its place. Nothing the kernel says about its objects is consulted.
 import ast
 
 from attncourse.judge.checks import fail
-from attncourse.judge.resolve import LOOP_NODES, Program, _python, as_cells
+from attncourse.judge.libraries import LOOP_NODES
+from attncourse.judge.program import Program, as_cells, python_source
+from attncourse.judge.resolve import reach as reach_of
+from attncourse.judge.resolve import reach_cell
+from attncourse.judge.tampering import tampering
 
 __all__ = [
     "LOOP_NODES",
@@ -66,7 +70,7 @@ def program_of(namespace) -> Program:
 
 def _reach(name, namespace, skip=()):
     program = program_of(namespace)
-    reach = program.reach(name, skip)
+    reach = reach_of(program, name, skip)
     if reach.primary is None:
         fail(
             f"could not find the definition of `{name}` in your cells",
@@ -92,7 +96,7 @@ def reachable_definitions(name, namespace):
 
 def _refuse(part, rule, reach, program):
     """Fail when the answer reaches code the judge cannot resolve, or is changed from outside."""
-    for finding in program.tampering:
+    for finding in tampering(program):
         fail(
             f"{part}: the judge cannot verify the {rule} rule",
             "no code that changes libraries or runs code the judge cannot read",
@@ -169,7 +173,7 @@ def assert_no_torch(name, namespace, part):
 
 def part_label(test_source, default):
     """The part a test cell grades, from its docstring ("Part 5", "Q1(a)", "Lab 1", "(c)")."""
-    tree = _python(test_source)
+    tree = python_source(test_source)
     body = tree.body if tree is not None else []
     if body and _isinstance(body[0], ast.Expr) and _isinstance(body[0].value, ast.Constant):
         text = str(body[0].value.value).strip()
@@ -194,7 +198,7 @@ def assert_imports_in_first_cell(namespace, test_index):
     if not above:
         return
     answer = above[-1]
-    for finding in program.reach_cell(answer.index).of("import"):
+    for finding in reach_cell(program, answer.index).of("import"):
         fail(
             f"{part_label(test.source, test.grade_id or 'this part')}: imports are allowed "
             "only in the course's first cell",
