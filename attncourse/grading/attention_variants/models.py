@@ -235,13 +235,22 @@ def is_instance(obj, cls):
 
 
 def check_mha_as_gqa(ns):
-    """Part 8: mha_as_gqa(...) returns a MyGQA that computes MHA (G = H)."""
+    """Part 8: mha_as_gqa(...) returns a MyGQA that computes MHA (G = H).
+
+    "Is a MyGQA" is decided from the object's real type and MRO, computed by the agent through
+    objects no notebook can replace, and refused for classes with a metaclass of their own;
+    then G = H and the values are checked on the judge's side.
+    """
     func = answer(ns, "mha_as_gqa", "Part 8")
     cls = answer(ns, "MyGQA", "Part 8")
     spec = _mha_spec("p8_mha_as_gqa")
     model = call(func, mha_args(spec), f"mha_as_gqa{mha_args(spec)}")
     if not is_instance(model, cls):
-        fail("Part 8: mha_as_gqa must return a MyGQA", "a MyGQA instance", describe(model))
+        fail(
+            "Part 8: mha_as_gqa must return a MyGQA",
+            "a MyGQA instance, by its real type (no metaclass or __instancecheck__ is asked)",
+            describe(model),
+        )
     G = getattr(model, "G", None)
     if type(G) is not int or G != spec["H"]:
         cause = "G = 1 is multi-query attention (one shared key/value head)" if G == 1 else None
