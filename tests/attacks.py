@@ -730,6 +730,30 @@ RULE_ATTACKS = [
         "            return _head(q, k, v, step[0] - 1, self.D_qk, self.D_v) if step[0] <= self.H else None\n"
         "        return self.W_O(torch.cat(list(iter(one, None)), dim=-1))\n",
     ),
+    _loop_attack(
+        "loop_by_list_sort_key_side_effect",
+        _QKV + "        heads, order = [], list(range(self.H))\n"
+        "        order.sort(key=lambda h: heads.append(_head("
+        + _ARGS.format(h="h")
+        + ")) or h)\n        return self.W_O(torch.cat(heads, dim=-1))\n",
+    ),
+    RuleAttack(
+        "loop_in_a_helper_bound_to_a_class_attribute_from_a_dict",
+        "no loops",
+        "Part 5 no-loop",
+        {
+            "p5_mha": _mha(
+                _QKV
+                + "        return self.W_O(self.attend(q, k, v, self.H, self.D_qk, self.D_v))\n"
+            )
+            + '\n\nMyMHA.attend = staticmethod(kit["attend"])\n'
+        },
+        _MHA_LOOP_CONTROL,
+        MHA_TESTS,
+        "kit = {}\n\n\ndef _all_heads(q, k, v, H, D_qk, D_v):\n"
+        "    return torch.cat([_head(q, k, v, h, D_qk, D_v) for h in range(H)], dim=-1)\n\n\n"
+        'kit["attend"] = _all_heads\n',
+    ),
     # -- no fused attention, Part 5
     _fused_attack(
         "fused_through_aten_math_op",

@@ -75,6 +75,12 @@ ITERATING = (
     "operator.methodcaller",
     "torch.vmap",
     "torch.func",
+    "torch.while_loop",
+    "torch.cond",
+    "torch.scan",
+    "torch.associative_scan",
+    "torch._higher_order_ops",
+    "torch.utils._pytree",
     "torch.nn.Sequential",
     "torch.nn.ModuleList",
     "torch.nn.ModuleDict",
@@ -89,7 +95,6 @@ ITERATING = (
     "numpy.ndindex",
 )
 ITERATING_METHODS = {"apply_", "map_", "map2_", "apply"}
-KEY_FUNCTIONS = {"builtins.sorted", "builtins.min", "builtins.max"}
 # Library paths that reach PyTorch's machinery below its public API, or replace its operators.
 TAMPER_PATHS = ("torch.library", "torch.overrides", "torch.utils.hooks", "torch._C")
 # Libraries a student's cell may import without making the rules unverifiable (the import

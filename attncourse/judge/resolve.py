@@ -32,7 +32,6 @@ from attncourse.judge.libraries import (
     HOOK,
     ITERATING,
     ITERATING_METHODS,
-    KEY_FUNCTIONS,
     LOOP_NODES,
     PLAIN_DUNDERS,
     PLAIN_METHODS,
@@ -323,7 +322,7 @@ class Reach:
             self._library(path, node)
             if under(path, ITERATING) or path.rsplit(".", 1)[-1] in ITERATING_METHODS:
                 self.add("iterates", f"`{path.rsplit('.', 1)[-1]}(...)`", node, path)
-            if path in KEY_FUNCTIONS and any(k.arg == "key" for k in node.keywords):
+            if any(k.arg == "key" for k in node.keywords):  # sorted, min, max, list.sort...
                 self.add("iterates", f"`{path.rsplit('.', 1)[-1]}(..., key=...)`", node, path)
             if HOOK.search(path.rsplit(".", 1)[-1]):
                 self.add("tamper", f"`{path}(...)` registers a hook", node)
@@ -338,7 +337,9 @@ class Reach:
         if HOOK.search(attr):
             self.add("tamper", f"`.{attr}(...)` registers a hook", node)
             return
-        if attr in ITERATING_METHODS:
+        if attr in ITERATING_METHODS or (
+            attr == "sort" and any(k.arg == "key" for k in node.keywords)
+        ):
             self.add("iterates", f"`.{attr}(...)`", node, f"value.{attr}")
             return
         members = [
@@ -347,7 +348,10 @@ class Reach:
             for m in self._class_member(cls, attr, inherit=False)
         ]
         for member in members:
-            self._call_value(member, node, scope, unit)
+            if isinstance(member, Value):  # bound to something the judge cannot follow
+                self.add("unresolved", f"`.{attr}(...)` calls {member.what}", node)
+            else:
+                self._call_value(member, node, scope, unit)
         if not members and attr not in value_methods():
             self.add(
                 "unresolved",
