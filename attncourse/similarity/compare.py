@@ -1,0 +1,202 @@
+"""Every pair of students, every answer cell: shared fingerprints, score, flagged.
+
+Each submitted notebook's answer cells are found by ``grade_id`` in the release notebook
+(code cells and written Markdown answers). What a student starts from never counts: every
+k-gram of the release's code cells (the stub of the answer cell itself and the instructor's
+visible code) and every shingle of its Markdown cells (the questions) is taken out of each
+student's fingerprints before any comparison.
+
+The score of a pair on a part is the share of the smaller answer's fingerprints that the
+other answer has too (containment, as MOSS reports: code added to a copy, dead or not, does
+not lower it). A pair is flagged when the score reaches the threshold and enough
+fingerprints are shared that the shared passage is longer than what an independently
+written short answer (one ``return`` line) has in common with another by necessity.
+"""
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from attncourse.cells import grade_id, is_answer
+from attncourse.constants import RELEASE, SUBMITTED
+from attncourse.similarity.fingerprint import (
+    CODE_K,
+    CODE_WINDOW,
+    code_fingerprints,
+    code_tokens,
+    kgrams,
+    text_fingerprints,
+)
+
+# Calibrated on the case tables (tests/similarity_calibration.py measures it again, per
+# assignment; the README has the table), with CODE_K = 8 and CODE_WINDOW = 3:
+# - independent correct answers of the same part (the solution and the tables' correct
+#   alternatives, two by two, leaving out pairs where one is the other with a line or two
+#   changed): 1 of 374 pairs flagged (0.3%), a pair that is in fact an edit too (p13: the
+#   same four lines with scale constants inserted). The highest other score is 0.544
+#   (two Part 5 answers that share the projections and the head split by necessity).
+# - copies disguised mechanically (tests/disguise.py), of the 137 answers with at least
+#   CODE_MIN_SHARED own fingerprints: renamed, comments and literals changed, definitions
+#   reordered, reformatted: 137 each; dead code inserted: 130; all five at once: 130 (95%)
+#   flagged (the 7 missed keep 9-11 shared fingerprints). Of all 219 answers, 130 (59%)
+#   with all five: the 82 shorter ones (a line or two) are never flagged, since there a
+#   copy cannot be told from the same line written twice.
+# - pairs where one answer is the other with a line or two changed: 81 of 120 flagged.
+# Thresholds tried: 0.5 flags 4 more independent pairs (0.50-0.544: they share the lines
+# the task dictates); 0.7 flags the same pairs and copies as 0.6 here, with less room for
+# a copy disguised more; under 12 shared fingerprints, one-line answers that differ only in
+# literals are flagged (6-11 shared).
+CODE_THRESHOLD = 0.6
+CODE_MIN_SHARED = 12
+# Written answers, shingles of 5 words (TEXT_SHINGLE): the case tables hold no second
+# written answer to a question, so the independent texts are the model answers of the
+# assignment's other written parts (same topic and notation): 0 of 46 pairs flagged, the
+# highest score 0.083. Copies reflowed (case, punctuation, line breaks), with sentences
+# reordered, with every tenth word replaced, and all three at once: 20 of 20 flagged each,
+# the lowest score 0.477 (all three). 0.3 lies between the two.
+TEXT_THRESHOLD = 0.3
+TEXT_MIN_SHARED = 8
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One student's answer cell: its source and fingerprints (release removed)."""
+
+    source: str
+    kind: str  # "code" or "markdown"
+    prints: dict  # hash -> [(first line, last line), …]
+
+
+@dataclass(frozen=True)
+class Match:
+    """Two students' answers to one part that share fingerprints."""
+
+    student_a: str
+    student_b: str
+    part: str
+    score: float
+    shared: int
+    flagged: bool
+    lines_a: frozenset  # lines of student_a's cell in shared fingerprints
+    lines_b: frozenset
+
+
+class Release:
+    """The answer cells of a release notebook and the fingerprints no student is charged for."""
+
+    def __init__(self, nb, k: int = CODE_K, window: int = CODE_WINDOW):
+        self.k, self.window = k, window
+        self.parts = {grade_id(c): c.cell_type for c in nb.cells if is_answer(c)}
+        self.code = {
+            h
+            for c in nb.cells
+            if c.cell_type == "code"
+            for h, *_ in kgrams(code_tokens(c.source), k)
+        }
+        self.text = {
+            h for c in nb.cells if c.cell_type == "markdown" for h in text_fingerprints(c.source)
+        }
+
+    def answers(self, nb) -> dict[str, Answer]:
+        """part -> the student's :class:`Answer` in submitted notebook ``nb``."""
+        out = {}
+        for cell in nb.cells:
+            part = grade_id(cell)
+            if part not in self.parts or part in out:
+                continue
+            kind = self.parts[part]
+            out[part] = self.answer(cell.source, kind)
+        return out
+
+    def answer(self, source: str, kind: str = "code") -> Answer:
+        """An :class:`Answer` of ``kind`` with ``source``, the release's fingerprints removed."""
+        if kind == "code":
+            prints = code_fingerprints(source, self.k, self.window)
+            template = self.code
+        else:
+            prints = text_fingerprints(source)
+            template = self.text
+        return Answer(source, kind, {h: s for h, s in prints.items() if h not in template})
+
+
+def score(a: Answer, b: Answer) -> tuple[float, set]:
+    """(containment score, shared hashes) of two answers to one part."""
+    shared = a.prints.keys() & b.prints.keys()
+    if not shared:
+        return 0.0, shared
+    return len(shared) / min(len(a.prints), len(b.prints)), shared
+
+
+def flagged(kind: str, value: float, shared: int) -> bool:
+    """The decision: score at or over the threshold, and enough fingerprints shared."""
+    if kind == "code":
+        return value >= CODE_THRESHOLD and shared >= CODE_MIN_SHARED
+    return value >= TEXT_THRESHOLD and shared >= TEXT_MIN_SHARED
+
+
+def _lines(answer, shared):
+    return frozenset(
+        line for h in shared for first, last in answer.prints[h] for line in range(first, last + 1)
+    )
+
+
+def compare(answers: dict[str, dict[str, Answer]], parts: list[str]) -> list[Match]:
+    """A :class:`Match` for every pair of students and part sharing fingerprints, in order
+    of student ids, then parts as in the release."""
+    out = []
+    for a, b in itertools.combinations(sorted(answers), 2):
+        for part in parts:
+            if part not in answers[a] or part not in answers[b]:
+                continue
+            x, y = answers[a][part], answers[b][part]
+            value, shared = score(x, y)
+            if shared:
+                out.append(
+                    Match(
+                        a,
+                        b,
+                        part,
+                        round(value, 3),
+                        len(shared),
+                        flagged(x.kind, value, len(shared)),
+                        _lines(x, shared),
+                        _lines(y, shared),
+                    )
+                )
+    return out
+
+
+def class_answers(course: Path, assignment: str):
+    """(release notebooks {name: Release}, {student: {part: Answer}}, {student: why skipped})
+    of the submitted notebooks of ``assignment`` in ``course``."""
+    releases = {
+        path.stem: Release(nbformat.read(path, as_version=4))
+        for path in sorted((Path(course) / RELEASE / assignment).glob("*.ipynb"))
+    }
+    answers, skipped = {}, {}
+    for path in sorted((Path(course) / SUBMITTED).glob(f"*/{assignment}/*.ipynb")):
+        student = path.parent.parent.name
+        release = releases.get(path.stem)
+        if release is None:
+            skipped[student] = f"{path.name}: not a notebook of the release"
+            continue
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception as err:  # a damaged upload: listed, never fatal
+            skipped[student] = f"{path.name}: unreadable ({type(err).__name__})"
+            continue
+        prefix = "" if path.stem == assignment else f"{path.stem}:"
+        own = answers.setdefault(student, {})
+        own.update({prefix + part: a for part, a in release.answers(nb).items()})
+    return releases, answers, skipped
+
+
+def parts_of(releases: dict, assignment: str) -> list[str]:
+    """The parts (answer cells) of the release notebooks, in notebook order."""
+    return [
+        ("" if name == assignment else f"{name}:") + part
+        for name, release in releases.items()
+        for part in release.parts
+    ]
