@@ -4,7 +4,8 @@ Each disguise keeps the program's meaning (or, for literals, its shape) and is a
 rules, never by hand, so the detection rate measured on them is reproducible:
 
 * ``rename``: every name and attribute the cell binds gets another name (the names the
-  release's stub defines and dunder methods stay, since the tests call them);
+  release's stub defines, dunder methods and keyword arguments stay: the tests and the
+  libraries call them);
 * ``comments_literals``: every comment and string literal replaced, comments added;
 * ``reorder``: every run of consecutive definitions (top level and class bodies) reversed;
 * ``dead_code``: an unused assignment inserted at the top of every function body and at
@@ -44,11 +45,12 @@ def rename(source, keep=frozenset()):
     tree = ast.parse(source)
     names, attributes = _bound(tree)
     keep = set(keep) | {n for n in names | attributes if n.startswith("__")}
+    keywords = {(n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.keyword)}
     edits, previous = [], None
     for tok in _tokens(source):
         if tok.type == tokenize.NAME and not keyword.iskeyword(tok.string):
             pool = attributes if previous == "." else names
-            if tok.string in pool and tok.string not in keep:
+            if tok.string in pool and tok.string not in keep and tok.start not in keywords:
                 edits.append((tok.start, tok.end, f"my_{tok.string.lower()}_v2"))
         previous = tok.string
     return _splice(source, edits)

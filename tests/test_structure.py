@@ -59,6 +59,7 @@ LAYERS = {
         "attncourse.bench",
         "attncourse.feedback",
         "attncourse.report",
+        "attncourse.similarity",
         "attncourse.formgrader",
         "attncourse.workload",
     ],

@@ -26,6 +26,7 @@ from attncourse.similarity.fingerprint import (
     CODE_WINDOW,
     code_fingerprints,
     code_tokens,
+    imported_names,
     kgrams,
     text_fingerprints,
 )
@@ -35,19 +36,19 @@ from attncourse.similarity.fingerprint import (
 # - independent correct answers of the same part (the solution and the tables' correct
 #   alternatives, two by two, leaving out pairs where one is the other with a line or two
 #   changed): 1 of 374 pairs flagged (0.3%), a pair that is in fact an edit too (p13: the
-#   same four lines with scale constants inserted). The highest other score is 0.544
-#   (two Part 5 answers that share the projections and the head split by necessity).
-# - copies disguised mechanically (tests/disguise.py), of the 137 answers with at least
+#   same four lines with scale constants inserted). The highest other score is 0.556
+#   (answers that share the lines the task dictates, then go their own way).
+# - copies disguised mechanically (tests/disguise.py), of the 135 answers with at least
 #   CODE_MIN_SHARED own fingerprints: renamed, comments and literals changed, definitions
-#   reordered, reformatted: 137 each; dead code inserted: 130; all five at once: 130 (95%)
-#   flagged (the 7 missed keep 9-11 shared fingerprints). Of all 219 answers, 130 (59%)
-#   with all five: the 82 shorter ones (a line or two) are never flagged, since there a
+#   reordered, reformatted: 135 each; dead code inserted: 127; all five at once: 127 (94%)
+#   flagged (the 8 missed keep 9-11 shared fingerprints). Of all 219 answers, 127 (58%)
+#   with all five: the 84 shorter ones (a line or two) are never flagged, since there a
 #   copy cannot be told from the same line written twice.
-# - pairs where one answer is the other with a line or two changed: 81 of 120 flagged.
-# Thresholds tried: 0.5 flags 4 more independent pairs (0.50-0.544: they share the lines
-# the task dictates); 0.7 flags the same pairs and copies as 0.6 here, with less room for
-# a copy disguised more; under 12 shared fingerprints, one-line answers that differ only in
-# literals are flagged (6-11 shared).
+# - pairs where one answer is the other with a line or two changed: 82 of 120 flagged.
+# Thresholds tried (independent pairs flagged / copies with all five disguises flagged):
+#   0.5 and 12 shared: 7 / 127; 0.6 and 8: 4 / 151; 0.6 and 12: 1 / 127; 0.8 and 12:
+#   1 / 124. Under 12 shared fingerprints, one-line answers that differ only in literals
+#   are flagged; over 0.6, copies are lost and no false positive.
 CODE_THRESHOLD = 0.6
 CODE_MIN_SHARED = 12
 # Written answers, shingles of 5 words (TEXT_SHINGLE): the case tables hold no second
@@ -89,12 +90,9 @@ class Release:
     def __init__(self, nb, k: int = CODE_K, window: int = CODE_WINDOW):
         self.k, self.window = k, window
         self.parts = {grade_id(c): c.cell_type for c in nb.cells if is_answer(c)}
-        self.code = {
-            h
-            for c in nb.cells
-            if c.cell_type == "code"
-            for h, *_ in kgrams(code_tokens(c.source), k)
-        }
+        code = [c.source for c in nb.cells if c.cell_type == "code"]
+        self.modules = frozenset(name for source in code for name in imported_names(source))
+        self.code = {h for source in code for h, *_ in kgrams(code_tokens(source, self.modules), k)}
         self.text = {
             h for c in nb.cells if c.cell_type == "markdown" for h in text_fingerprints(c.source)
         }
@@ -113,7 +111,7 @@ class Release:
     def answer(self, source: str, kind: str = "code") -> Answer:
         """An :class:`Answer` of ``kind`` with ``source``, the release's fingerprints removed."""
         if kind == "code":
-            prints = code_fingerprints(source, self.k, self.window)
+            prints = code_fingerprints(source, self.k, self.window, self.modules)
             template = self.code
         else:
             prints = text_fingerprints(source)

@@ -24,6 +24,7 @@ lines of both students' cells that share it. Hashes are BLAKE2b, the same on eve
 """
 
 import ast
+import builtins
 import hashlib
 import keyword
 import re
@@ -41,6 +42,7 @@ _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tok
 _CLOSING = {")", "]", "}"}
 _MAGIC = re.compile(r"^\s*[%!]")
 _WORD = re.compile(r"[a-z0-9]+")
+_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,9 @@ def _tuple_parentheses(tree):
     return out
 
 
-def _normalise(raw, names, attributes):
-    """(position, Token) of every kept token, renamed, literals replaced."""
+def _normalise(raw, kept, attributes, keywords=frozenset()):
+    """(position, Token) of every kept token: names but ``kept`` and the ``attributes`` the
+    cell assigns renamed (not keyword arguments at ``keywords``), literals replaced."""
     out = []
     previous = None
     for tok in raw:
@@ -120,8 +123,10 @@ def _normalise(raw, names, attributes):
             continue
         text = tok.string
         if tok.type == tokenize.NAME and not keyword.iskeyword(text):
-            renamed = names if previous != "." else attributes
-            text = "V" if text in renamed else text
+            if previous == ".":
+                text = "V" if text in attributes else text
+            elif text not in kept and tok.start not in keywords:
+                text = "V"
         elif tok.type == tokenize.NUMBER:
             text = "N"
         elif tok.type == tokenize.STRING:
@@ -167,24 +172,45 @@ def _ordered(body, tokens):
     return out
 
 
-def code_tokens(source: str) -> list[Token]:
-    """The normalised tokens of a code cell (IPython magics and shell lines left out)."""
+def imported(tree) -> set[str]:
+    """The names import statements bind in ``tree`` (modules and what is taken from them)."""
+    return {
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+
+
+def code_tokens(source: str, modules: frozenset = frozenset()) -> list[Token]:
+    """The normalised tokens of a code cell (IPython magics and shell lines left out).
+
+    ``modules``: names imported elsewhere (the release's first cell), kept like builtins."""
     source = "\n".join("" if _MAGIC.match(line) else line for line in source.split("\n"))
     raw = tokens_until_error(source)
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        names = {t.string for t in raw if t.type == tokenize.NAME}
-        return [token for _, token in _normalise(raw, names, names)]
-    names, attributes = _bound(tree)
+        return [token for _, token in _normalise(raw, _BUILTINS | modules, set())]
+    _, attributes = _bound(tree)
+    kept = _BUILTINS | modules | imported(tree)
+    keywords = {
+        (node.lineno, node.col_offset)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg
+    }
     dead = _dead(tree)
     brackets = _tuple_parentheses(tree)
     kept = [
         t
-        for t in _normalise(raw, names, attributes)
+        for t in _normalise(raw, kept, attributes, keywords)
         if not _inside(t[0], dead) and not (t[1].text in "()" and t[0] in brackets)
     ]
-    return [token for _, token in _ordered(tree.body, kept)]
+    out = []
+    for _, token in _ordered(tree.body, kept):
+        if token.text != "\n" or (out and out[-1].text != "\n"):
+            out.append(token)  # one line break where dead statements were left out
+    return out
 
 
 def text_tokens(source: str) -> list[Token]:
@@ -233,11 +259,22 @@ def fingerprints(tokens: list[Token], k: int, window: int | None) -> dict[int, l
     return out
 
 
-def code_fingerprints(source: str, k: int = CODE_K, window: int = CODE_WINDOW) -> dict:
+def code_fingerprints(
+    source: str, k: int = CODE_K, window: int = CODE_WINDOW, modules: frozenset = frozenset()
+) -> dict:
     """The winnowed fingerprints of a code cell."""
-    return fingerprints(code_tokens(source), k, window)
+    return fingerprints(code_tokens(source, modules), k, window)
 
 
 def text_fingerprints(source: str, k: int = TEXT_SHINGLE) -> dict:
     """The word shingles of a written answer (every one: written answers are short)."""
     return fingerprints(text_tokens(source), k, None)
+
+
+def imported_names(source: str) -> set[str]:
+    """The names the import statements of a code cell bind (none when it does not parse)."""
+    try:
+        tree = ast.parse("\n".join("" if _MAGIC.match(s) else s for s in source.split("\n")))
+    except SyntaxError:
+        return set()
+    return imported(tree)
