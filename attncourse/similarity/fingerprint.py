@@ -5,10 +5,12 @@ Code is normalised for what copying hides before it is hashed:
 * formatting and comments: Python's own tokenizer, keeping no comment, blank line,
   indentation or line break inside brackets (a ``;`` counts as a line break, a trailing
   comma before a closing bracket and the parentheses around a tuple are dropped);
-* identifier names: every name the cell binds (assignment targets, parameters, function and
-  class names, loop and comprehension variables, imports' aliases) and every attribute it
-  assigns (``self.w = …``) becomes ``V``; names it only uses (``torch``, ``softmax``,
-  builtins, the course's helpers) stay, since a copier has no reason to change them;
+* identifier names: every name becomes ``V`` but the modules and names imported (in the
+  cell or in the release: ``torch``, ``np``), builtins, keyword arguments (``dim=``) and
+  attributes read (``.softmax``, ``.shape``), which a copier has no reason to change; an
+  attribute the cell assigns (``self.w = …``) becomes ``V`` too. A name is renamed the
+  same wherever it is, so the instructor's code pasted into an answer matches the
+  release's;
 * literals: numbers become ``N``, strings ``S``;
 * dead code: string statements (docstrings), ``pass`` and ``if``/``while`` blocks whose
   test is a false constant are left out;
