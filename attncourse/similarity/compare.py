@@ -80,8 +80,6 @@ class Match:
     score: float
     shared: int
     flagged: bool
-    lines_a: frozenset  # lines of student_a's cell in shared fingerprints
-    lines_b: frozenset
 
 
 class Release:
@@ -134,9 +132,17 @@ def flagged(kind: str, value: float, shared: int) -> bool:
     return value >= TEXT_THRESHOLD and shared >= TEXT_MIN_SHARED
 
 
-def _lines(answer, shared):
-    return frozenset(
-        line for h in shared for first, last in answer.prints[h] for line in range(first, last + 1)
+def shared_lines(a: Answer, b: Answer) -> tuple[frozenset, frozenset]:
+    """The lines of ``a``'s and of ``b``'s cell in the fingerprints they share."""
+    shared = a.prints.keys() & b.prints.keys()
+    return tuple(
+        frozenset(
+            line
+            for h in shared
+            for first, last in answer.prints[h]
+            for line in range(first, last + 1)
+        )
+        for answer in (a, b)
     )
 
 
@@ -150,19 +156,10 @@ def compare(answers: dict[str, dict[str, Answer]], parts: list[str]) -> list[Mat
                 continue
             x, y = answers[a][part], answers[b][part]
             value, shared = score(x, y)
-            if shared:
-                out.append(
-                    Match(
-                        a,
-                        b,
-                        part,
-                        round(value, 3),
-                        len(shared),
-                        flagged(x.kind, value, len(shared)),
-                        _lines(x, shared),
-                        _lines(y, shared),
-                    )
-                )
+            if not shared:
+                continue
+            flag = flagged(x.kind, value, len(shared))
+            out.append(Match(a, b, part, round(value, 3), len(shared), flag))
     return out
 
 

@@ -24,6 +24,7 @@ from attncourse.similarity.compare import (
     class_answers,
     compare,
     parts_of,
+    shared_lines,
 )
 
 COLUMNS = ("student_a", "student_b", "part", "score", "flagged")
@@ -35,9 +36,11 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; vertica
 th { background: #f0f0f0; }
 td.num { text-align: right; }
 pre { margin: 0; font-size: 0.85em; white-space: pre-wrap; }
+table.pair { width: 100%; table-layout: fixed; }
 mark { background: #ffe08a; }
 """
 POLICY = "default-src 'none'; style-src 'unsafe-inline'"
+SHOWN = 100  # pairs whose answers the page shows side by side (the others: table and CSV)
 
 
 def csv_path(course, assignment):
@@ -69,6 +72,11 @@ def _e(value):
     return html.escape(str(value))
 
 
+def _pair_link(a, b, shown):
+    names = f"{_e(a)} and {_e(b)}"
+    return f'<a href="#{_e(a)}--{_e(b)}">{names}</a>' if shown else names
+
+
 def render(assignment, matches, answers, skipped):
     """The similarity page's HTML."""
     flagged = [m for m in matches if m.flagged]
@@ -98,24 +106,30 @@ def render(assignment, matches, answers, skipped):
         body.append("<p>No pair of students flagged.</p>")
     else:
         rows = "".join(
-            f'<tr><td><a href="#{_e(a)}--{_e(b)}">{_e(a)} and {_e(b)}</a></td>'
-            f'<td class="num">{len(ms)}</td><td class="num">{max(m.score for m in ms):.2f}</td>'
+            f'<tr><td>{_pair_link(a, b, rank < SHOWN)}</td><td class="num">{len(ms)}</td>'
+            f'<td class="num">{max(m.score for m in ms):.2f}</td>'
             f"<td>{_e(', '.join(m.part for m in ms))}</td></tr>"
-            for (a, b), ms in ranked
+            for rank, ((a, b), ms) in enumerate(ranked)
         )
         body.append(
             "<h2>Flagged pairs</h2><table><tr><th>students</th><th>parts flagged</th>"
             f"<th>highest score</th><th>parts</th></tr>{rows}</table>"
         )
-    for (a, b), ms in ranked:
+    if len(ranked) > SHOWN:
+        body.append(
+            f"<p>The answers of the first {SHOWN} pairs are shown below; the other "
+            f"{len(ranked) - SHOWN} pairs' flagged parts are in the table above.</p>"
+        )
+    for (a, b), ms in ranked[:SHOWN]:
         body.append(f'<h2 id="{_e(a)}--{_e(b)}">{_e(a)} and {_e(b)}</h2>')
         for m in sorted(ms, key=lambda m: -m.score):
             x, y = answers[a][m.part], answers[b][m.part]
+            lines_a, lines_b = shared_lines(x, y)
             body.append(
                 f"<h3>{_e(m.part)}: score {m.score:.2f}, {m.shared} fingerprints shared</h3>"
-                f"<table><tr><th>{_e(a)}</th><th>{_e(b)}</th></tr>"
-                f"<tr><td>{_marked(x.source, m.lines_a)}</td>"
-                f"<td>{_marked(y.source, m.lines_b)}</td></tr></table>"
+                f'<table class="pair"><tr><th>{_e(a)}</th><th>{_e(b)}</th></tr>'
+                f"<tr><td>{_marked(x.source, lines_a)}</td>"
+                f"<td>{_marked(y.source, lines_b)}</td></tr></table>"
             )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
