@@ -182,7 +182,7 @@ def test_the_page_escapes_what_students_wrote(class_dir):
     assert "<script" not in text and "<img" not in text and "<b>" not in text
     assert "&lt;script&gt;" in text and "bo&lt;b&gt;" in text
     assert "default-src 'none'" in text
-    assert "dan" in text and "unreadable" in text
+    assert "dan/attention_variants.ipynb: unreadable" in text
     assert "<mark>" in text
 
 
@@ -214,3 +214,16 @@ def test_the_main_report_links_the_similarity_page():
     report = AssignmentReport(ASSIGNMENT, 10.0, scores={"ana": 5.0, "bo": 7.0})
     assert f'href="similarity_{ASSIGNMENT}.html"' in render([report], similarity=[ASSIGNMENT])
     assert "similarity_" not in render([report])
+
+
+def test_code_moved_into_a_cell_the_student_added_is_compared(tmp_path):
+    """A copy split between the answer cell and a new cell below it is still the copy."""
+    (tmp_path / "release" / ASSIGNMENT).mkdir(parents=True)
+    nbformat.write(RELEASE, tmp_path / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    write_submission(tmp_path, "ana", ASSIGNMENT, fill(RELEASE, {"p5_mha": SOLUTION["p5_mha"]}))
+    moved = fill(RELEASE, {"p5_mha": "mha = None"})
+    at = next(i for i, c in enumerate(moved.cells) if grade_id(c) == "p5_mha")
+    moved.cells.insert(at + 1, nbformat.v4.new_code_cell(disguise(SOLUTION["p5_mha"], "all")))
+    write_submission(tmp_path, "bo", ASSIGNMENT, moved)
+    similarity_report(tmp_path, ASSIGNMENT)
+    assert ["ana", "bo", "p5_mha"] in [row[:3] for row in _rows(tmp_path) if row[4] == "1"]

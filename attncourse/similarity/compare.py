@@ -88,6 +88,10 @@ class Release:
     def __init__(self, nb, k: int = CODE_K, window: int = CODE_WINDOW):
         self.k, self.window = k, window
         self.parts = {grade_id(c): c.cell_type for c in nb.cells if is_answer(c)}
+        self.first = {}  # cell type -> the first answer cell of that type
+        for part, kind in self.parts.items():
+            self.first.setdefault(kind, part)
+        self.cells = {c.source.strip() for c in nb.cells}
         code = [c.source for c in nb.cells if c.cell_type == "code"]
         self.modules = frozenset(name for source in code for name in imported_names(source))
         self.code = {h for source in code for h, *_ in kgrams(code_tokens(source, self.modules), k)}
@@ -96,15 +100,26 @@ class Release:
         }
 
     def answers(self, nb) -> dict[str, Answer]:
-        """part -> the student's :class:`Answer` in submitted notebook ``nb``."""
-        out = {}
+        """part -> the student's :class:`Answer` in submitted notebook ``nb``.
+
+        A cell the student added (no ``grade_id``, not a cell of the release) belongs to
+        the closest answer cell of its kind above it (the first one, above them all), so
+        code moved out of the answer cell is compared too."""
+        own, added, last = {}, {}, {}
         for cell in nb.cells:
             part = grade_id(cell)
-            if part not in self.parts or part in out:
-                continue
-            kind = self.parts[part]
-            out[part] = self.answer(cell.source, kind)
-        return out
+            if part in self.parts:
+                own.setdefault(part, cell.source)
+                last[self.parts[part]] = part
+            elif part is None and cell.source.strip() not in self.cells:
+                target = last.get(cell.cell_type) or self.first.get(cell.cell_type)
+                if target is not None:
+                    added.setdefault(target, []).append(cell.source)
+        return {
+            part: self.answer("\n".join([own.get(part, ""), *added.get(part, [])]), kind)
+            for part, kind in self.parts.items()
+            if part in own or part in added
+        }
 
     def answer(self, source: str, kind: str = "code") -> Answer:
         """An :class:`Answer` of ``kind`` with ``source``, the release's fingerprints removed."""
@@ -164,8 +179,8 @@ def compare(answers: dict[str, dict[str, Answer]], parts: list[str]) -> list[Mat
 
 
 def class_answers(course: Path, assignment: str):
-    """(release notebooks {name: Release}, {student: {part: Answer}}, {student: why skipped})
-    of the submitted notebooks of ``assignment`` in ``course``."""
+    """(release notebooks {name: Release}, {student: {part: Answer}}, {student/file: why
+    not compared}) of the submitted notebooks of ``assignment`` in ``course``."""
     releases = {
         path.stem: Release(nbformat.read(path, as_version=4))
         for path in sorted((Path(course) / RELEASE / assignment).glob("*.ipynb"))
@@ -175,12 +190,12 @@ def class_answers(course: Path, assignment: str):
         student = path.parent.parent.name
         release = releases.get(path.stem)
         if release is None:
-            skipped[student] = f"{path.name}: not a notebook of the release"
+            skipped[f"{student}/{path.name}"] = "not a notebook of the release"
             continue
         try:
             nb = nbformat.read(path, as_version=4)
         except Exception as err:  # a damaged upload: listed, never fatal
-            skipped[student] = f"{path.name}: unreadable ({type(err).__name__})"
+            skipped[f"{student}/{path.name}"] = f"unreadable ({type(err).__name__})"
             continue
         prefix = "" if path.stem == assignment else f"{path.stem}:"
         own = answers.setdefault(student, {})
