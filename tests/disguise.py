@@ -20,7 +20,20 @@ import io
 import keyword
 import tokenize
 
-from attncourse.similarity.fingerprint import _bound
+
+def bound(tree):
+    """(names the code binds, attribute names it assigns)."""
+    names, attributes = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            attributes.add(node.attr)
+    return names, attributes
 
 
 def _splice(source, edits):
@@ -43,7 +56,7 @@ def _tokens(source):
 
 def rename(source, keep=frozenset()):
     tree = ast.parse(source)
-    names, attributes = _bound(tree)
+    names, attributes = bound(tree)
     keep = set(keep) | {n for n in names | attributes if n.startswith("__")}
     keywords = {(n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.keyword)}
     edits, previous = [], None

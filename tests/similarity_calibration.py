@@ -32,7 +32,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).parent))
 
 import casetable  # noqa: E402
-from disguise import DISGUISES, disguise  # noqa: E402
+from disguise import DISGUISES, bound, disguise  # noqa: E402
 
 from attncourse.cells import grade_id, is_answer  # noqa: E402
 from attncourse.course import ASSIGNMENTS, ROOT, notebook_path  # noqa: E402
@@ -42,7 +42,6 @@ from attncourse.similarity.compare import (  # noqa: E402
     flagged,
     score,
 )
-from attncourse.similarity.fingerprint import _bound  # noqa: E402
 from attncourse.submissions import solution_answers  # noqa: E402
 
 HOW = (*DISGUISES, "all")
@@ -73,7 +72,7 @@ def independent_answers(assignment):
 def required_names(stub):
     """Names a disguise keeps: what the stub defines (the tests call it) and sets on self."""
     tree = ast.parse(stub)
-    _, attributes = _bound(tree)
+    _, attributes = bound(tree)
     defined = {
         node.name
         for node in ast.walk(tree)

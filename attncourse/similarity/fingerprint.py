@@ -62,25 +62,13 @@ def _position(node, start=True):
     return (node.end_lineno, node.end_col_offset)
 
 
-def _bound(tree):
-    """(names the code binds, attribute names it assigns)."""
-    names, attributes = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            attributes.add(node.attr)
-    return names, attributes
+def _assigned_attributes(tree):
+    """The attribute names the code assigns or deletes (``self.w = …``)."""
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
+    }
 
 
 def _false_constant(test):
@@ -174,6 +162,15 @@ def _ordered(body, tokens):
     return out
 
 
+def _parse(source):
+    """(``source`` without IPython magic and shell lines, its syntax tree or None)."""
+    source = "\n".join("" if _MAGIC.match(line) else line for line in source.split("\n"))
+    try:
+        return source, ast.parse(source)
+    except SyntaxError:
+        return source, None
+
+
 def imported(tree) -> set[str]:
     """The names import statements bind in ``tree`` (modules and what is taken from them)."""
     return {
@@ -188,13 +185,11 @@ def code_tokens(source: str, modules: frozenset = frozenset()) -> list[Token]:
     """The normalised tokens of a code cell (IPython magics and shell lines left out).
 
     ``modules``: names imported elsewhere (the release's first cell), kept like builtins."""
-    source = "\n".join("" if _MAGIC.match(line) else line for line in source.split("\n"))
+    source, tree = _parse(source)
     raw = tokens_until_error(source)
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    if tree is None:
         return [token for _, token in _normalise(raw, _BUILTINS | modules, set())]
-    _, attributes = _bound(tree)
+    attributes = _assigned_attributes(tree)
     kept = _BUILTINS | modules | imported(tree)
     keywords = {
         (node.lineno, node.col_offset)
@@ -203,13 +198,13 @@ def code_tokens(source: str, modules: frozenset = frozenset()) -> list[Token]:
     }
     dead = _dead(tree)
     brackets = _tuple_parentheses(tree)
-    kept = [
+    tokens = [
         t
         for t in _normalise(raw, kept, attributes, keywords)
         if not _inside(t[0], dead) and not (t[1].text in "()" and t[0] in brackets)
     ]
     out = []
-    for _, token in _ordered(tree.body, kept):
+    for _, token in _ordered(tree.body, tokens):
         if token.text != "\n" or (out and out[-1].text != "\n"):
             out.append(token)  # one line break where dead statements were left out
     return out
@@ -275,8 +270,5 @@ def text_fingerprints(source: str, k: int = TEXT_SHINGLE) -> dict:
 
 def imported_names(source: str) -> set[str]:
     """The names the import statements of a code cell bind (none when it does not parse)."""
-    try:
-        tree = ast.parse("\n".join("" if _MAGIC.match(s) else s for s in source.split("\n")))
-    except SyntaxError:
-        return set()
-    return imported(tree)
+    tree = _parse(source)[1]
+    return imported(tree) if tree is not None else set()
