@@ -12,10 +12,10 @@ Modules:
   calibrated thresholds;
 * :mod:`~attncourse.similarity.page` — ``attncourse similarity``: the CSV and the HTML page.
 
-Why not ``copydetect`` (MIT, the maintained Python implementation of winnowing): it
-tokenizes whole files with Pygments and renames every name alike, library attributes
-included; it has no notion of a notebook's cells or of Python's syntax tree, so it cannot
-put independent definitions in one order, drop dead branches, or keep ``torch.softmax``
-apart from a student's own names, and its report is per file. What it would contribute
-here is the winnowing itself, about twenty lines (:func:`~attncourse.similarity.fingerprint.winnow`).
+Why not ``copydetect`` (MIT, the maintained Python implementation of winnowing): it filters
+whole files with Pygments into k-grams of characters; it knows no notebook cells or syntax
+tree, so it cannot put independent definitions in one order or drop dead branches; it
+renames attribute names (``.softmax``) like a student's own variables and keeps numbers as
+written. What it would contribute here is the winnowing itself, about twenty lines
+(:func:`~attncourse.similarity.fingerprint.winnow`).
 """
