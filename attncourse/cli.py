@@ -92,7 +92,11 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     """Compare every pair of students' answers, part by part; write the CSV and HTML page."""
     from attncourse.similarity.page import similarity_report
 
-    csv_out, html_out, flagged = similarity_report(args.course, args.assignment)
+    try:
+        csv_out, html_out, flagged = similarity_report(args.course, args.assignment)
+    except FileNotFoundError as err:
+        print(f"attncourse similarity: {err} (run attncourse release first)", file=sys.stderr)
+        return 2
     print(f"{flagged} answers flagged; wrote {html_out} and {csv_out}")
     return 0
 

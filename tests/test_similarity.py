@@ -227,3 +227,10 @@ def test_code_moved_into_a_cell_the_student_added_is_compared(tmp_path):
     write_submission(tmp_path, "bo", ASSIGNMENT, moved)
     similarity_report(tmp_path, ASSIGNMENT)
     assert ["ana", "bo", "p5_mha"] in [row[:3] for row in _rows(tmp_path) if row[4] == "1"]
+
+
+def test_an_assignment_without_a_release_is_an_error_that_says_so(tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["similarity", ASSIGNMENT, "--course", str(tmp_path)])
+    assert done.value.code == 2
+    assert "no release notebook" in capsys.readouterr().err
