@@ -24,7 +24,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedback, export, report
+demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedback, export, similarity, report
 	$(BIN)/attncourse demo
 
 test: venv  ## the whole pytest suite
