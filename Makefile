@@ -11,7 +11,7 @@ ROUNDS ?= 2
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: venv demo test test-fast lint format release grade feedback export report scan bench \
+.PHONY: venv demo test test-fast lint format release grade feedback export report scan similarity bench \
 	collect return-feedback collect-lms release-zip formgrader workload clean
 PORT ?= 8888
 
@@ -24,7 +24,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedback, export, report
+demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedback, export, similarity, report
 	$(BIN)/attncourse demo
 
 test: venv  ## the whole pytest suite
@@ -58,6 +58,9 @@ report: venv  ## reports/index.html: scores, failing tests, common mistakes, int
 
 scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, without grading
 	$(BIN)/attncourse scan $(ASSIGNMENT)
+
+similarity: venv  ## reports/similarity_ASSIGNMENT.html and .csv: pairs of students with the same answers [COURSE=dir]
+	$(BIN)/attncourse similarity $(ASSIGNMENT) --course $(or $(COURSE),.)
 
 bench: venv  ## seconds per submission: stock and serial nbgrader vs attncourse grade (1 worker with all or its share of threads, all workers)
 	$(BIN)/attncourse bench --copies $(COPIES) --rounds $(ROUNDS)

@@ -14,6 +14,7 @@ Command line and commands
     ``bench``         ``make bench``: seconds per submission, and where they go
     ``feedback``      ``attncourse feedback``: nbgrader's feedback, then where it is
     ``report``        ``attncourse report``: one HTML page about every graded assignment
+    ``similarity/``   ``attncourse similarity``: pairs of students with the same answers, per part
     ``formgrader``    ``make formgrader``: JupyterLab with formgrader on the course
     ``workload``      ``attncourse workload``: minutes of grading by hand per student
 

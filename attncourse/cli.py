@@ -89,6 +89,19 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_similarity(args: argparse.Namespace) -> int:
+    """Compare every pair of students' answers, part by part; write the CSV and HTML page."""
+    from attncourse.similarity.page import similarity_report
+
+    try:
+        csv_out, html_out, flagged = similarity_report(args.course, args.assignment)
+    except FileNotFoundError as err:
+        print(f"attncourse similarity: {err} (run attncourse release first)", file=sys.stderr)
+        return 2
+    print(f"{flagged} answers flagged; wrote {html_out} and {csv_out}")
+    return 0
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
     """Collect the students' submissions of one assignment from the exchange."""
     from attncourse.exchange import collect
@@ -204,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("scan", parents=[where], help=cmd_scan.__doc__)
     p.add_argument("assignment")
     p.set_defaults(func=cmd_scan)
+
+    p = commands.add_parser("similarity", parents=[where], help=cmd_similarity.__doc__)
+    p.add_argument("assignment")
+    p.set_defaults(func=cmd_similarity)
 
     p = commands.add_parser("collect", parents=[where], help=cmd_collect.__doc__)
     p.add_argument("assignment")

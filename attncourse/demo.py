@@ -51,11 +51,12 @@ def write_demo_submissions(course, assignment, root=ROOT):
 
 
 def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int:
-    """Release, autograde in parallel, feedback, export and report on a demo course made
-    in ``demo_dir`` from the course at ``root``."""
+    """Release, autograde in parallel, feedback, export, similarity and report on a demo
+    course made in ``demo_dir`` from the course at ``root``."""
     from attncourse.feedback import generate_feedback
     from attncourse.pipeline import grade
     from attncourse.report import build_report
+    from attncourse.similarity.page import similarity_report
 
     course = prepare(Path(demo_dir), assignments(root), root)
     print(f"demo course: {course}")
@@ -67,6 +68,8 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
         status |= grade(assignment, course=course)[0]
         generate_feedback(course, assignment, quiet=True)
     nbgrader("export", cwd=course, quiet=True)
+    for assignment in assignments(root):
+        similarity_report(course, assignment)
     report = build_report(course)
     print("\ngrades (autograded score / autograded points; points left for grading by hand):")
     for assignment in assignments(root):
@@ -76,6 +79,7 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     print(f"  feedback (HTML):        {course / 'feedback'}")
     print(f"  grades (nbgrader, LMS): {course / 'grades.csv'}, {course / 'canvas_grades.csv'}")
     print(f"  report:                 {report}")
+    print(f"  similarity:             {course / 'reports'}/similarity_<assignment>.html")
     print(f"  gradebook:              {course / 'gradebook.db'}")
     print("  grade the written answers by hand: make formgrader COURSE=.demo")
     return status

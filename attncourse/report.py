@@ -305,8 +305,8 @@ def assignment_section(report):
     return "\n".join(parts)
 
 
-def render(reports, title="Attention course: grading report"):
-    """The report page's HTML."""
+def render(reports, title="Attention course: grading report", similarity=()):
+    """The report page's HTML; ``similarity``: assignments with a similarity page beside it."""
     body = [f"<h1>{html.escape(title)}</h1>"]
     if not reports:
         body.append("<p>No graded submissions in the gradebook yet.</p>")
@@ -315,6 +315,12 @@ def render(reports, title="Attention course: grading report"):
             f'<a href="#{html.escape(r.name)}">{html.escape(r.name)}</a>' for r in reports
         )
         body.append(f"<p>Assignments: {links}</p>")
+        if similarity:
+            pages = ", ".join(
+                f'<a href="similarity_{html.escape(name)}.html">{html.escape(name)}</a>'
+                for name in similarity
+            )
+            body.append(f"<p>Similarity across the class: {pages}</p>")
         body += [assignment_section(report) for report in reports]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -328,5 +334,7 @@ def build_report(course_dir: str | os.PathLike, out: str | os.PathLike | None = 
     """Write the report of ``course_dir`` to ``out`` (default ``reports/index.html``); return it."""
     out = Path(out) if out else Path(course_dir) / REPORTS / "index.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(collect(course_dir)), encoding="utf-8")
+    reports = collect(course_dir)
+    similarity = [r.name for r in reports if (out.parent / f"similarity_{r.name}.html").exists()]
+    out.write_text(render(reports, similarity=similarity), encoding="utf-8")
     return out

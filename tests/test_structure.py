@@ -60,6 +60,7 @@ LAYERS = {
         "attncourse.bench",
         "attncourse.feedback",
         "attncourse.report",
+        "attncourse.similarity",
         "attncourse.formgrader",
         "attncourse.workload",
     ],
