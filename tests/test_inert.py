@@ -234,7 +234,8 @@ def test_formgrader_page_of_a_hostile_submission_runs_nothing(course):
     page = Page(html)
     assert page.live() == []
     assert NOTE in html
-    assert "$0 \\le h &lt; H$" in html, "the proof's formula must reach MathJax as written"
+    formula = "<mn>0</mn><mo>≤</mo><mi>h</mi><mo>&lt;</mo><mi>H</mi>"
+    assert formula in html, "the proof's formula is rendered to MathML, its < intact"
     assert "&lt;script&gt;document.title" in html, "raw HTML is shown as the text typed"
 
 

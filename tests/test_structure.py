@@ -36,6 +36,8 @@ LAYERS = {
         "attncourse.plainfiles",
         "attncourse.markscheme",
         "attncourse.safemarkdown",
+        "attncourse.mathml",
+        "attncourse.pagetemplates",
         "attncourse.integrity",
     ],
     "judge and sandbox": [
