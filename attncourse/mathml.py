@@ -30,6 +30,12 @@ ALIGNED = (
 )
 
 
+# latex2mathml spaces words in \\text{} with no-break spaces; a browser writes those back as
+# &nbsp; when MathJax reads the page's MathML, which its XML parser refuses: a four-per-em
+# space (a word space's width) instead.
+NO_BREAK_SPACE, WORD_SPACE = "&#x000A0;", "&#x02005;"
+
+
 def presentation_only(mathml: str) -> bool:
     """True when ``mathml`` parses and holds only allowlisted elements and attributes."""
     try:
@@ -52,4 +58,4 @@ def tex_to_mathml(tex: str, display: bool = False) -> str | None:
         mathml = convert(tex, display="block" if display else "inline")
     except Exception:  # latex2mathml raises many kinds on TeX it does not know
         return None
-    return mathml if presentation_only(mathml) else None
+    return mathml.replace(NO_BREAK_SPACE, WORD_SPACE) if presentation_only(mathml) else None
