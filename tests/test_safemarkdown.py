@@ -12,7 +12,7 @@ from nbconvert.filters.markdown_mistune import MarkdownWithMath
 
 from attncourse.course import ROOT, assignments, notebook_path
 from attncourse.mathml import tex_to_mathml
-from attncourse.safemarkdown import SafeRenderer, outside_link, render
+from attncourse.safemarkdown import SafeRenderer, clean, outside_link, render
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
@@ -148,3 +148,14 @@ def test_every_formula_of_the_course_renders_to_mathml(assignment):
     assert failed == [], f"{len(failed)} of {len(found)} formulas do not convert: {failed[:3]}"
     markup = render("\n\n".join(f"$${tex}$$" if d else f"${tex}$" for tex, d in found))
     assert re.search(r"(?<!\\)\$", markup) is None, "no formula is left as TeX"
+
+
+def test_a_markdown_table_keeps_its_alignment_and_nothing_else_of_style():
+    markup = render("| a | b |\n|:--|--:|\n| 1 | 2 |")
+    assert '<td style="text-align:right">2</td>' in markup
+    assert "text-align:left" in clean(
+        '<table><tr><td style="text-align:left; color:red">x</td></tr></table>'
+    )
+    assert "color" not in clean(
+        '<table><tr><td style="text-align:left; color:red">x</td></tr></table>'
+    )
