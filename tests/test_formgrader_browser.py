@@ -49,6 +49,14 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 STUDENT_ANSWER = "The two ranks are equal, because the tiled matrix only repeats rows of W."
+# What the same answer carries that would act in the grader's browser if rendered as written:
+# log the grader out (formgrader's saves then go nowhere), reach the contents API, tell an
+# outside server when the work was opened, and swallow the rest of the answer.
+HOSTILE_TAIL = (
+    "\n\n![](/logout)\n\n![notes](/api/contents/notes.txt) and [my files](/api/contents)\n\n"
+    "![seen](https://tracker.example/seen.png)\n\n<table>\n\n"
+    "So the argument holds for every head."
+)
 COMMENT = "Equality is right; say why repeating rows leaves the row space unchanged."
 MANUAL_SCORE = 1.5
 
@@ -94,7 +102,7 @@ def graded_course(tmp_path_factory):
     nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course, quiet=True)
     source = nbformat.read(notebook_path(course, "source", ASSIGNMENT), as_version=4)
     written = manual_cells(source)[0].grade_id
-    nb = solution_submission(course, ASSIGNMENT, {written: STUDENT_ANSWER})
+    nb = solution_submission(course, ASSIGNMENT, {written: STUDENT_ANSWER + HOSTILE_TAIL})
     write_submission(course, STUDENT, ASSIGNMENT, nb)
     nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, quiet=True)
     cell = next(
@@ -120,7 +128,13 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             viewport={"width": 1400, "height": 1000},
         )
         try:
+            refused = outside_requests(browser)
             page = browser.new_page()
+            asked = []  # by formgrader's frame (JupyterLab's own file browser uses the API)
+            page.on(
+                "request",
+                lambda r: asked.append(r.url) if "/formgrader" in r.frame.url else None,
+            )
             page.set_default_timeout(60_000)
             page.goto(f"{base}/lab?token={token}")
             page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
@@ -137,7 +151,9 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             score = formgrader.locator(f"input.score#{written}")
             comment = formgrader.locator(f"textarea.comment#{written}-comment")
             answer_cell = formgrader.locator("div.cell", has=score)
-            assert STUDENT_ANSWER in answer_cell.inner_text()
+            shown = answer_cell.inner_text()
+            assert STUDENT_ANSWER in shown and "So the argument holds for every head." in shown
+            assert "/logout" in shown and "<table>" in shown, "addresses and tags shown as text"
             expect(score).to_have_class(re.compile(r"\bneeds_manual_grade\b"))
 
             for cell in manual_cells(source):
@@ -160,6 +176,8 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             page.screenshot(path=screenshot)
         finally:
             browser.close()
+    reached = [url for url in asked if re.search(r"/logout|/api/contents|tracker\.example", url)]
+    assert reached == [] and refused == [], "the answer made the grader's browser ask for these"
 
     assert screenshot.stat().st_size > 10_000
     with closing(Gradebook(db_url(course), "attention")) as gb:
