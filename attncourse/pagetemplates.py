@@ -6,6 +6,9 @@ macro without an address, so both pages load MathJax from a CDN. This package's
 every Jupyter data path, JUPYTER_PATH first, before its own ``base``): formgrader
 loads MathJax from the Jupyter server (``jupyter-server-mathjax``), and the
 feedback loads none, its math being MathML already (:mod:`attncourse.safemarkdown`).
+As the macro is called in each page's ``<head>``, it also sets the page's
+Content-Security-Policy: formgrader's images only inline, its scripts, fonts and
+requests only from the server; the feedback no script at all.
 ``nbgrader_config.py`` calls :func:`use_offline_templates`, so plain nbgrader and
 the formgrader server both find them.
 """
