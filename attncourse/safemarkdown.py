@@ -182,11 +182,25 @@ def _formula(tex, display):
     return html.escape(f"{delimiter}{tex}{delimiter}", quote=False)
 
 
+# A start tag as nh3 writes it: attribute values always in double quotes, " escaped inside.
+_START_TAG = re.compile(r'<[A-Za-z][^>"]*(?:"[^"]*"[^>"]*)*>')
+
+
 def render(source: str, attachments=None, **renderer_options) -> str:
-    """A student's Markdown as inert HTML, with its math as MathML where it converts."""
+    """A student's Markdown as inert HTML, with its math as MathML where it converts.
+
+    A formula that ends up inside an attribute (a heading's id, an image's alt text) is
+    put back there as escaped TeX: MathML there would close the attribute.
+    """
     renderer = SafeRenderer(attachments=attachments, **renderer_options)
     cleaned = clean(MarkdownWithMath(renderer=renderer).render(source))
     pattern = re.compile(rf"attncourse-math-{renderer.nonce}-(\d+)\.")
+
+    def as_text(m):
+        tex, display = renderer.math[int(m[1])]
+        return html.escape(f"{'$$' if display else '$'}{tex}{'$$' if display else '$'}")
+
+    cleaned = _START_TAG.sub(lambda tag: pattern.sub(as_text, tag[0]), cleaned)
     return pattern.sub(lambda m: _formula(*renderer.math[int(m[1])]), cleaned)
 
 

@@ -159,3 +159,14 @@ def test_a_markdown_table_keeps_its_alignment_and_nothing_else_of_style():
     assert "color" not in clean(
         '<table><tr><td style="text-align:left; color:red">x</td></tr></table>'
     )
+
+
+def test_a_formula_inside_an_attribute_stays_escaped_tex():
+    """A heading's id and an image's alt text hold their formula as text: MathML's quotes
+    would close the attribute and let the formula's text add one (an event handler)."""
+    hostile = r'$\text{"/onerror=alert(1)//}$'
+    markup = render(f"# Title {hostile}\n\n![{hostile}](data:image/png;base64,{PNG})")
+    names = {name for _, attrs in Elements(markup).elements for name in attrs}
+    assert not any(name.startswith("on") for name in names), markup
+    assert names <= {"id", "class", "href", "src", "alt", "xmlns", "display"}
+    assert markup.count("<math ") == 1, "the heading's text still shows the formula as MathML"
