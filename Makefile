@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ASSIGNMENT ?= attention_variants
+# The course directory every target acts on (where its nbgrader_config.py is): make grade COURSE=.demo
+COURSE ?= .
+AT = --course "$(COURSE)"
 # make bench: copies of each demo submission (8 x 4 students = 32 submissions, a small class)
 COPIES ?= 8
 # make bench: turns of the five configurations (each ratio compares runs of one turn)
@@ -25,7 +28,7 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedback, export, similarity, report
-	$(BIN)/attncourse demo
+	$(BIN)/attncourse demo $(AT)
 
 test: venv  ## the whole pytest suite
 	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25
@@ -42,47 +45,48 @@ format: venv
 	$(BIN)/ruff format .
 
 release: venv  ## source/ -> release/ for every assignment
-	$(BIN)/attncourse release
+	$(BIN)/attncourse release $(AT)
 
-grade: venv  ## autograde every submission of ASSIGNMENT: WORKERS local workers (default: cores), or SCHEDULER=tcp://HOST:8786
-	$(BIN)/attncourse grade $(ASSIGNMENT) $(if $(WORKERS),--workers $(WORKERS)) $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
+grade: venv  ## autograde every submission of ASSIGNMENT [STUDENTS="id ..." only those]: WORKERS local workers (default: cores), or SCHEDULER=tcp://HOST:8786
+	$(BIN)/attncourse grade $(AT) $(ASSIGNMENT) $(if $(WORKERS),--workers $(WORKERS)) $(if $(SCHEDULER),--scheduler "$(SCHEDULER)") \
+		$(foreach s,$(STUDENTS),--student "$(s)")
 
 feedback: venv  ## HTML feedback for ASSIGNMENT: test results and messages, no hidden tests
-	$(BIN)/attncourse feedback $(ASSIGNMENT)
+	$(BIN)/attncourse feedback $(AT) $(ASSIGNMENT)
 
 export: venv  ## grades.csv and canvas_grades.csv [ROSTER=Canvas gradebook export for Canvas ids]
-	$(BIN)/attncourse export $(if $(ROSTER),--roster "$(ROSTER)")
+	$(BIN)/attncourse export $(AT) $(if $(ROSTER),--roster "$(ROSTER)")
 
 report: venv  ## reports/index.html: scores, failing tests, common mistakes, integrity, timing
-	$(BIN)/attncourse report
+	$(BIN)/attncourse report $(AT)
 
 scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, without grading
-	$(BIN)/attncourse scan $(ASSIGNMENT)
+	$(BIN)/attncourse scan $(AT) $(ASSIGNMENT)
 
-similarity: venv  ## reports/similarity_ASSIGNMENT.html and .csv: pairs of students with the same answers [COURSE=dir]
-	$(BIN)/attncourse similarity $(ASSIGNMENT) --course $(or $(COURSE),.)
+similarity: venv  ## reports/similarity_ASSIGNMENT.html and .csv: pairs of students with the same answers
+	$(BIN)/attncourse similarity $(AT) $(ASSIGNMENT)
 
 bench: venv  ## seconds per submission: stock and serial nbgrader vs attncourse grade (1 worker with all or its share of threads, all workers)
-	$(BIN)/attncourse bench --copies $(COPIES) --rounds $(ROUNDS)
+	$(BIN)/attncourse bench $(AT) --copies $(COPIES) --rounds $(ROUNDS)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
-	$(BIN)/attncourse collect $(ASSIGNMENT)
+	$(BIN)/attncourse collect $(AT) $(ASSIGNMENT)
 
 return-feedback: venv  ## put ASSIGNMENT's feedback in the exchange for students to fetch
-	$(BIN)/attncourse return-feedback $(ASSIGNMENT)
+	$(BIN)/attncourse return-feedback $(AT) $(ASSIGNMENT)
 
 collect-lms: venv  ## ZIP=<Canvas or Moodle download> [ROSTER=roster.csv ROSTER_COLUMNS=ID,SIS Login ID]
 	@test -n "$(ZIP)" || { echo "usage: make collect-lms ZIP=submissions.zip ASSIGNMENT=$(ASSIGNMENT) [ROSTER=roster.csv]"; exit 2; }
-	$(BIN)/attncourse collect-lms "$(ZIP)" $(ASSIGNMENT) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ROSTER_COLUMNS),--roster-columns "$(ROSTER_COLUMNS)")
+	$(BIN)/attncourse collect-lms $(AT) "$(ZIP)" $(ASSIGNMENT) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ROSTER_COLUMNS),--roster-columns "$(ROSTER_COLUMNS)")
 
 release-zip: venv  ## dist/<assignment>.zip of each release/ folder, for an LMS or a download link
-	$(BIN)/attncourse release-zip
+	$(BIN)/attncourse release-zip $(AT)
 
 formgrader: venv  ## JupyterLab with formgrader on 127.0.0.1:PORT, token printed
-	$(BIN)/attncourse formgrader --port $(PORT) --course $(or $(COURSE),.)
+	$(BIN)/attncourse formgrader --port $(PORT) $(AT)
 
 workload: venv  ## minutes of manual grading per student, from the mark schemes
-	$(BIN)/attncourse workload
+	$(BIN)/attncourse workload $(AT)
 
 clean:
 	rm -rf .demo autograded feedback reports gradebook.db .pytest_cache .ruff_cache

@@ -114,7 +114,12 @@ c.GenerateFeedback.preprocessors = [
     "attncourse.preprocessors.hidehiddentests.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-# formgrader's pages (and feedback): student output shown as text, Markdown rendered without script.
+# formgrader's pages (and feedback): student output shown as text, Markdown rendered without script,
+# links and images that cannot reach the Jupyter server, math as MathML; nothing loaded from outside
+# (formgrader's MathJax comes from the Jupyter server, the feedback needs none).
+from attncourse.pagetemplates import use_offline_templates  # noqa: E402
+
+use_offline_templates()
 c.HTMLExporter.preprocessors = ["attncourse.preprocessors.inertoutputs.InertOutputs"]
 c.HTMLExporter.filters = {"markdown2html": "attncourse.safemarkdown.SafeMarkdown"}
 c.HTMLExporter.sanitize_html = True

@@ -42,6 +42,8 @@ Course files and notebooks
     ``plainfiles``    submissions are files: links and special files refused, never followed
     ``markscheme``    the mark scheme of each written answer
     ``safemarkdown``  Markdown rendered without script, for formgrader and feedback
+    ``mathml``        TeX formulas to checked MathML, so pages show math without a script
+    ``pagetemplates`` formgrader's and the feedback's page templates: nothing from outside
     ``integrity/``    the integrity scan of a submission's source, and ``attncourse scan``
 
 Names and defaults

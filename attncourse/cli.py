@@ -30,11 +30,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    """Autograde every submission of one assignment in parallel, sandboxed; print a summary."""
+    """Autograde every submission of one assignment (or only --student's) in parallel, sandboxed."""
     from attncourse.pipeline import grade
 
     status, _ = grade(
         args.assignment,
+        students=args.students,
         workers=args.workers,
         course=args.course,
         db_url=args.db_url,
@@ -173,6 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("grade", parents=[where], help=cmd_grade.__doc__)
     p.add_argument("assignment")
+    p.add_argument(
+        "--student",
+        dest="students",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="grade only this student (again), keeping everyone else's scores; repeatable",
+    )
     p.add_argument(
         "--workers",
         type=int,

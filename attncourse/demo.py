@@ -4,7 +4,11 @@ The demo course lives in ``.demo/`` (git-ignored) with its own SQLite gradebook,
 so it never touches a real term's gradebook. Demo students are defined per
 assignment in the course's ``demo/<assignment>.py`` as answer overrides on top of the
 instructor's solution (``{}`` is a perfect submission, ``"release"`` the
-untouched release); ``dan`` additionally hands in a damaged notebook file.
+untouched release); ``dan`` additionally hands in a damaged notebook file. Their written
+answers are their own words, never the model answer with its mark scheme: each demo file's
+``WRITTEN`` gives, per question, a right, a partly right and a wrong answer
+(:func:`in_own_words`). The assignments are published to the demo course's exchange, so
+formgrader shows them released, as in a real term.
 """
 
 import importlib.util
@@ -20,18 +24,30 @@ from attncourse.gradebook import cell_scores
 from attncourse.submissions import solution_submission, write_submission
 
 BROKEN_STUDENT = "dan"
+RIGHT, PARTLY, WRONG = range(3)  # the answers of a demo file's WRITTEN, per question
+
+
+def in_own_words(written: dict, level: int) -> dict:
+    """grade_id -> a demo student's written answer at ``level`` (RIGHT, PARTLY or WRONG)."""
+    return {grade_id: answers[level] for grade_id, answers in written.items()}
+
+
+def demo_module(assignment, root=ROOT):
+    """The course's ``demo/<assignment>.py`` (its STUDENTS and WRITTEN), or None."""
+    path = Path(root) / "demo" / f"{assignment}.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f"demo_{assignment}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def demo_students(assignment, root=ROOT):
     """student -> answer overrides (or "release") for one assignment, from demo/<assignment>.py
     of the course at ``root``."""
-    path = Path(root) / "demo" / f"{assignment}.py"
-    if not path.exists():
-        return {}
-    spec = importlib.util.spec_from_file_location(f"demo_{assignment}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.STUDENTS
+    module = demo_module(assignment, root)
+    return module.STUDENTS if module else {}
 
 
 def write_demo_submissions(course, assignment, root=ROOT):
@@ -53,6 +69,7 @@ def write_demo_submissions(course, assignment, root=ROOT):
 def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int:
     """Release, autograde in parallel, feedback, export, similarity and report on a demo
     course made in ``demo_dir`` from the course at ``root``."""
+    from attncourse.exchange import publish
     from attncourse.feedback import generate_feedback
     from attncourse.pipeline import grade
     from attncourse.report import build_report
@@ -60,6 +77,8 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
 
     course = prepare(Path(demo_dir), assignments(root), root)
     print(f"demo course: {course}")
+    for assignment in assignments(root):
+        publish(assignment, course)  # released, as in a term: formgrader finds the exchange
     status = 0
     students = {}
     for assignment in assignments(root):

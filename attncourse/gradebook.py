@@ -96,7 +96,7 @@ def autograde_results(url, assignment, student):
     """What autograde wrote for one student, as plain data (read from a worker's gradebook).
 
     ``{"timestamp": datetime or None, "notebooks": {notebook: {"grades": {cell: (auto_score,
-    needs_manual_grade)}, "comments": {cell: auto_comment}}}}``
+    needs_manual_grade)}, "comments": {cell: auto_comment}, "flagged": bool}}}``
     """
     with closing(Gradebook(url)) as gb:
         submission = gb.find_submission(assignment, student)
@@ -104,6 +104,7 @@ def autograde_results(url, assignment, student):
             nb.name: {
                 "grades": {g.name: (g.auto_score, g.needs_manual_grade) for g in nb.grades},
                 "comments": {c.name: c.auto_comment for c in nb.comments},
+                "flagged": bool(nb.flagged),
             }
             for nb in submission.notebooks
         }
@@ -112,7 +113,8 @@ def autograde_results(url, assignment, student):
 
 def save_autograde_results(gb, assignment, student, results, late_penalty):
     """Write ``results`` (:func:`autograde_results`) into the gradebook ``gb``, as autograde
-    would have: automatic scores and comments replaced, manual scores and comments kept.
+    would have: automatic scores and comments replaced, manual scores and comments kept; a
+    notebook autograde flagged (an integrity finding) is flagged, a grader's flag is kept.
 
     A grade with a manual score still needs review (as nbgrader's ``SaveAutoGrades`` says);
     ``late_penalty`` is nbgrader's ``AssignLatePenalties`` (with its plugin initialised),
@@ -133,6 +135,7 @@ def save_autograde_results(gb, assignment, student, results, late_penalty):
         for comment in nb.comments:
             if comment.name in saved["comments"]:
                 comment.auto_comment = saved["comments"][comment.name]
+        nb.flagged = bool(nb.flagged or saved.get("flagged"))
     gb.db.commit()  # the notebooks' scores below are read afresh, with these grades
     for nb in notebooks:
         nb.late_submission_penalty = None

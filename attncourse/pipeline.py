@@ -16,8 +16,8 @@ once. The cluster is started on this machine for the run, or named by ``--schedu
 (:mod:`attncourse.cluster`).
 
 Students are sent longest notebook first, a few per grading slot at a time, so memory
-holds only those in flight. A tqdm bar shows progress and each student's result as it
-finishes; a table at the end gives per student the score, status, time, worker and active
+holds only those in flight. A tqdm bar says what it waits for (the cluster's start, then
+the grading) and shows progress and each student's result as it finishes; a table at the end gives per student the score, status, time, worker and active
 protections, and is saved with every student's log under ``autograded/.attncourse/``. The
 exit status is non-zero only when grading itself failed for someone (not when a
 submission was missing, unreadable or crashed its kernel: those are reported and graded
@@ -166,6 +166,9 @@ def grade(
 ) -> tuple[int, dict[str, StudentResult]]:
     """Autograde every submitted student of ``assignment``; return (exit status, results).
 
+    ``students``: grade only these (``attncourse grade --student``); everyone else's scores,
+    autograded folders and rows of the last run's summary stay as they were.
+
     ``scheduler``: address of a running Dask scheduler (default: ``c.CourseGrading.scheduler``,
     else a local cluster of ``workers`` processes, default the cores). ``threads``:
     torch/OpenMP threads per kernel (default: each host's cores shared out among its
@@ -180,7 +183,8 @@ def grade(
     scheduler = scheduler or settings.scheduler or None
     db_url = db_url or configured_db_url(course, config)
     course_id = configured_course_id(course, config)
-    students = list(students) if students is not None else students_of(course, assignment)
+    only_some = students is not None
+    students = list(students) if only_some else students_of(course, assignment)
     if not students:
         print(f"no submissions: nothing in {course}/submitted/*/{assignment}/", file=out)
         return 0, {}
@@ -205,6 +209,7 @@ def grade(
     started = time.monotonic()
     bar = tqdm(total=len(students), unit="student", disable=not progress, file=sys.stderr)
     bar.update(len(students) - len(todo))
+    bar.set_description_str("starting the Dask cluster" if not scheduler else "connecting")
     n_workers = 0
     if todo:
         try:
@@ -236,6 +241,8 @@ def grade(
             def say(line):  # above the progress bar
                 bar.write(line, file=out)
 
+            bar.set_description_str("grading")
+
             jobs = {
                 "course": course,
                 "assignment": assignment,
@@ -255,6 +262,9 @@ def grade(
         result.max_score = sum(g[1] for g in grades.values())
         result.needs_manual = sum(bool(g[2]) for g in grades.values())
         result.status, result.details = status_of(result)
+    rows = [results[s].summary() for s in sorted(results)]
+    if only_some:  # a regrade of a few: everyone else's rows of the last run stay
+        rows = merged_rows(run_dir / "summary.json", rows)
     summary = {
         "assignment": assignment,
         "scheduler": scheduler or "local",
@@ -263,12 +273,23 @@ def grade(
         or sorted({r.threads_per_kernel for r in results.values() if r.threads_per_kernel}),
         "wall_s": round(wall, 2),
         "db_url": db_url.split("@")[-1],
-        "students": [results[s].summary() for s in sorted(results)],
+        "students": rows,
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print_summary(summary, [results[s] for s in sorted(results)], out)
     failed = [s for s, r in results.items() if r.status == "error"]
     return (1 if failed else 0), results
+
+
+def merged_rows(previous_summary, rows):
+    """``rows`` of the students just graded, after the rows of everyone else in the summary
+    of the run before (if any), sorted by student."""
+    graded = {r["student"] for r in rows}
+    earlier = []
+    if previous_summary.exists():
+        earlier = json.loads(previous_summary.read_text()).get("students", [])
+    kept = [r for r in earlier if r.get("student") not in graded]
+    return sorted([*kept, *rows], key=lambda r: r["student"])
 
 
 def _grade_on_cluster(client, bundle, todo, jobs, save, say):

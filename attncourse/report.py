@@ -5,9 +5,14 @@ matplotlib figures embedded as PNG and tables beside them:
 
 - the distribution of total scores;
 - per test, the share of submissions that failed it, and the mistakes the
-  class made most — the "likely cause" lines of the tests' failure messages
-  (``attncourse.judge.checks.fail``), else the first line of the message;
-- the integrity findings (:mod:`attncourse.integrity`) per student;
+  class made most, grouped by cause: the "likely cause" line of the tests' failure
+  messages (``attncourse.judge.checks.fail``), else the first line of the message,
+  with the per-student sizes and numbers taken out (:func:`mistake_cause`); tests
+  not attempted (the stub's ``NotImplementedError``) and unreadable notebooks are
+  counted apart, not as mistakes;
+- the students flagged for review (nbgrader's flag, formgrader's "Flagged?"
+  column: set by autograde for an integrity finding, or by a grader) and the
+  integrity findings (:mod:`attncourse.integrity`) per student;
 - the grading time per student: from the summary ``attncourse grade`` writes
   (``autograded/.attncourse/<assignment>/summary.json``, whose ``students``
   rows have ``student``, ``seconds`` and ``status``) when there is one, else
@@ -25,7 +30,9 @@ import html
 import io
 import json
 import os
+import re
 import statistics
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,7 +60,10 @@ class AssignmentReport:
     max_score: float
     scores: dict = field(default_factory=dict)  # student -> total score
     tests: dict = field(default_factory=dict)  # grade_id -> [failed, graded, points]
-    mistakes: Counter = field(default_factory=Counter)  # (grade_id, mistake) -> count
+    mistakes: Counter = field(default_factory=Counter)  # (grade_id, cause) -> count
+    not_attempted: Counter = field(default_factory=Counter)  # grade_id -> count
+    unreadable: dict = field(default_factory=dict)  # student -> why
+    flagged: dict = field(default_factory=dict)  # student -> why (findings, or a grader)
     findings: list = field(default_factory=list)  # (student, Finding)
     seconds: dict = field(default_factory=dict)  # student -> grading seconds
     status: dict = field(default_factory=dict)  # student -> status in the grading run
@@ -68,6 +78,30 @@ def failure_message(output):
             return line.removeprefix("likely cause:").strip()
     first = lines[0] if lines else ""
     return f"{output.get('ename', 'Error')}: {first}"[:160]
+
+
+# What differs between two students who made the same mistake: the sizes and numbers each drew.
+_SIZES = [
+    (re.compile(r"\((?:\s*-?\d+\s*,)+\s*-?\d*\s*\)"), "(…)"),  # (13, 14, 8, 10, 6)
+    (re.compile(r"\[(?:\s*-?\d+\s*,)*\s*-?\d+\s*\]"), "[…]"),  # [2, 5, 7]
+    (re.compile(r"-?\d+\.\d*(?:e[-+]?\d+)?|-?\d+e[-+]?\d+", re.IGNORECASE), "…"),  # 0.0123, 1e-06
+    (re.compile(r"(\w)\s*=\s*-?\d+"), r"\1=…"),  # H=4
+    (re.compile(r"\b\d{2,}\b"), "…"),  # 13
+]
+
+
+def mistake_cause(output):
+    """The cause a failed test names (:func:`failure_message`) with sizes and numbers taken out,
+    so that students who made the same mistake at different random sizes group together."""
+    cause = failure_message(output)
+    for pattern, replacement in _SIZES:
+        cause = pattern.sub(replacement, cause)
+    return cause
+
+
+def not_attempted(output):
+    """True when the test failed because the answer is still the stub (``NotImplementedError``)."""
+    return "NotImplementedError" in f"{output.get('ename', '')} {output.get('evalue', '')}"
 
 
 def notebook_seconds(nb):
@@ -110,6 +144,11 @@ def collect(course_dir):
                 for notebook in submission.notebooks:
                     path = autograded / student / assignment.name / f"{notebook.name}.ipynb"
                     _read_notebook(report, student, path, notebook)
+                    if notebook.flagged:
+                        kinds = sorted({f.kind for s, f in report.findings if s == student})
+                        report.flagged[student] = (
+                            f"integrity: {', '.join(kinds)}" if kinds else "flagged by a grader"
+                        )
             rows = read_run_summary(autograded, assignment.name)
             if rows:
                 report.seconds = {r["student"]: r["seconds"] for r in rows if "seconds" in r}
@@ -134,6 +173,9 @@ def _read_notebook(report, student, path, notebook):
                 report.tests[name][1] += 1
                 report.tests[name][0] += grade.auto_score < grade.max_score
         return
+    unreadable = RunRecord.of(nb).unreadable
+    if unreadable:
+        report.unreadable[student] = unreadable
     for cell in nb.cells:
         if not is_test_cell(cell):
             continue
@@ -143,7 +185,12 @@ def _read_notebook(report, student, path, notebook):
         entry[1] += 1
         if errors:
             entry[0] += 1
-            report.mistakes[(name, failure_message(errors[-1]))] += 1
+            if unreadable:
+                continue
+            if not_attempted(errors[-1]):
+                report.not_attempted[name] += 1
+            else:
+                report.mistakes[(name, mistake_cause(errors[-1]))] += 1
     report.findings += [(student, f) for f in findings_of(nb)]
     seconds = notebook_seconds(nb)
     if seconds is not None:
@@ -186,14 +233,21 @@ def failure_figure(report):
     return _png(fig)
 
 
+def _label(text, width=48, lines=3):
+    """A bar label wrapped to ``lines`` lines of ``width`` characters (the rest cut with …)."""
+    return textwrap.fill(text, width, max_lines=lines, placeholder=" …")
+
+
 def mistakes_figure(report, top=10):
     common = report.mistakes.most_common(top)[::-1]
-    labels = [_short(f"{name}: {mistake}", 70) for (name, mistake), _ in common]
-    fig, ax = _axes(7, 0.3 * len(common) + 1)
-    ax.barh(labels, [count for _, count in common], color="tab:orange")
+    labels = [_label(f"{name}: {cause}") for (name, cause), _ in common]
+    height = 0.22 * sum(label.count("\n") + 1 for label in labels) + 0.25 * len(labels) + 1
+    fig, ax = _axes(9, height)
+    ax.barh(range(len(labels)), [count for _, count in common], color="tab:orange")
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_xlabel("submissions")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"{report.name}: most common mistakes")
+    ax.set_title(f"{report.name}: most common mistakes, by cause")
     return _png(fig)
 
 
@@ -275,10 +329,25 @@ def assignment_section(report):
         ]
         parts.append(_table(["test", "failed", "rate", "points"], rows, (1, 2, 3)))
     if report.mistakes:
-        parts.append("<h3>Most common mistakes</h3>")
+        parts.append("<h3>Most common mistakes, by cause</h3>")
         parts.append(_figure(mistakes_figure(report), "most common mistakes"))
-        rows = [(name, mistake, n) for (name, mistake), n in report.mistakes.most_common(25)]
-        parts.append(_table(["test", "mistake (likely cause)", "submissions"], rows, (2,)))
+        rows = [(name, cause, n) for (name, cause), n in report.mistakes.most_common(25)]
+        parts.append(_table(["test", "likely cause (sizes taken out)", "submissions"], rows, (2,)))
+    if report.not_attempted:
+        parts.append("<h3>Not attempted</h3>")
+        parts.append("<p>Tests that failed because the answer was still the stub.</p>")
+        rows = sorted(report.not_attempted.items(), key=lambda kv: -kv[1])
+        parts.append(_table(["test", "submissions"], rows, (1,)))
+    if report.unreadable:
+        parts.append("<h3>Unreadable notebooks</h3>")
+        parts.append(_table(["student", "why"], sorted(report.unreadable.items())))
+
+    parts.append("<h3>Flagged for review</h3>")
+    if report.flagged:
+        parts.append("<p>Ticked in formgrader's <em>Flagged?</em> column.</p>")
+        parts.append(_table(["student", "why"], sorted(report.flagged.items())))
+    else:
+        parts.append("<p>No student is flagged.</p>")
 
     parts.append("<h3>Integrity findings</h3>")
     if report.findings:

@@ -29,7 +29,7 @@ import tiny_course
 from nbformat.v4 import new_markdown_cell
 from nbgrader.api import Gradebook
 
-from attncourse.course import ROOT, nbgrader, notebook_path, scratch_course
+from attncourse.course import ROOT, assignments, nbgrader, notebook_path, scratch_course
 from attncourse.formgrader import running
 from attncourse.gradebook import db_url
 from attncourse.submissions import solution_submission, write_submission
@@ -49,6 +49,14 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 STUDENT_ANSWER = "The two ranks are equal, because the tiled matrix only repeats rows of W."
+# What the same answer carries that would act in the grader's browser if rendered as written:
+# log the grader out (formgrader's saves then go nowhere), reach the contents API, tell an
+# outside server when the work was opened, and swallow the rest of the answer.
+HOSTILE_TAIL = (
+    "\n\n![](/logout)\n\n![notes](/api/contents/notes.txt) and [my files](/api/contents)\n\n"
+    "![seen](https://tracker.example/seen.png)\n\n<table>\n\n"
+    "So the argument holds for every head."
+)
 COMMENT = "Equality is right; say why repeating rows leaves the row space unchanged."
 MANUAL_SCORE = 1.5
 
@@ -94,7 +102,7 @@ def graded_course(tmp_path_factory):
     nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course, quiet=True)
     source = nbformat.read(notebook_path(course, "source", ASSIGNMENT), as_version=4)
     written = manual_cells(source)[0].grade_id
-    nb = solution_submission(course, ASSIGNMENT, {written: STUDENT_ANSWER})
+    nb = solution_submission(course, ASSIGNMENT, {written: STUDENT_ANSWER + HOSTILE_TAIL})
     write_submission(course, STUDENT, ASSIGNMENT, nb)
     nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, quiet=True)
     cell = next(
@@ -120,7 +128,13 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             viewport={"width": 1400, "height": 1000},
         )
         try:
+            refused = outside_requests(browser)
             page = browser.new_page()
+            asked = []  # by formgrader's frame (JupyterLab's own file browser uses the API)
+            page.on(
+                "request",
+                lambda r: asked.append(r.url) if "/formgrader" in r.frame.url else None,
+            )
             page.set_default_timeout(60_000)
             page.goto(f"{base}/lab?token={token}")
             page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
@@ -137,7 +151,9 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             score = formgrader.locator(f"input.score#{written}")
             comment = formgrader.locator(f"textarea.comment#{written}-comment")
             answer_cell = formgrader.locator("div.cell", has=score)
-            assert STUDENT_ANSWER in answer_cell.inner_text()
+            shown = answer_cell.inner_text()
+            assert STUDENT_ANSWER in shown and "So the argument holds for every head." in shown
+            assert "/logout" in shown and "<table>" in shown, "addresses and tags shown as text"
             expect(score).to_have_class(re.compile(r"\bneeds_manual_grade\b"))
 
             for cell in manual_cells(source):
@@ -160,6 +176,8 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
             page.screenshot(path=screenshot)
         finally:
             browser.close()
+    reached = [url for url in asked if re.search(r"/logout|/api/contents|tracker\.example", url)]
+    assert reached == [] and refused == [], "the answer made the grader's browser ask for these"
 
     assert screenshot.stat().st_size > 10_000
     with closing(Gradebook(db_url(course), "attention")) as gb:
@@ -317,3 +335,104 @@ def test_a_hostile_submission_runs_nothing_in_formgrader_or_jupyterlab(hostile_c
         while time.monotonic() < deadline and not dropped_by_payload(dropped):
             time.sleep(0.2)
         assert dropped_by_payload(dropped), "control: unprotected formgrader ran the payload"
+
+
+# --- offline: every formula of the course renders, nothing is loaded from outside -------------
+
+LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+
+def outside_requests(context):
+    """Refuse (and list) every request of ``context`` that would leave the machine."""
+    from urllib.parse import urlsplit
+
+    refused = []
+
+    def route(r):
+        parts = urlsplit(r.request.url)
+        if parts.scheme in ("data", "blob", "file", "about") or parts.hostname in LOOPBACK:
+            r.continue_()
+        else:
+            refused.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    return refused
+
+
+def formula_count(nb):
+    """How many formulas the markdown cells of ``nb`` hold (as the page's renderer finds them)."""
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
+
+    from attncourse.safemarkdown import SafeRenderer
+
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            renderer = SafeRenderer()
+            MarkdownWithMath(renderer=renderer).render(cell.source)
+            count += len(renderer.math)
+    return count
+
+
+@pytest.fixture(scope="module")
+def whole_course(tmp_path_factory):
+    """A scratch course with every assignment released and one student's solution submission of
+    each in the gradebook and autograded/ (written, not run: the pages only render it), and
+    the feedback of each; yields (course, {assignment: formulas in it})."""
+    course = scratch_course(tmp_path_factory.mktemp("offline") / "course")
+    formulas = {}
+    for assignment in assignments(course):
+        nbgrader("generate_assignment", assignment, "--force", cwd=course, quiet=True)
+        nb = solution_submission(course, assignment)
+        formulas[assignment] = formula_count(nb)
+        with closing(Gradebook(db_url(course), "attention")) as gb:
+            gb.update_or_create_student(STUDENT)
+            gb.add_submission(assignment, STUDENT)
+        path = notebook_path(course, "autograded", assignment, STUDENT)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, path)
+        nbgrader("generate_feedback", assignment, "--force", cwd=course, quiet=True)
+    return course, formulas
+
+
+def typeset(frame):
+    """Wait for MathJax in ``frame`` to finish; return (formulas typeset, errors)."""
+    frame.wait_for_function("() => window.MathJax && MathJax.isReady", timeout=60_000)
+    frame.evaluate("() => new Promise(done => MathJax.Hub.Queue(() => done(true)))")
+    return frame.evaluate(
+        "() => [document.querySelectorAll('script[type^=\"math/\"]').length,"
+        " document.querySelectorAll('.MathJax_Error, merror').length]"
+    )
+
+
+def raw_tex(frame):
+    """Text of the rendered markdown cells that still has a TeX delimiter."""
+    texts = frame.locator(".text_cell_render").all_inner_texts()
+    return [t[:80] for t in texts if "$" in t]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_formgrader_and_feedback_render_every_formula_with_no_network(whole_course, tmp_path):
+    ensure_chromium()
+    course, formulas = whole_course
+    with browsing(course, tmp_path / "offline") as (page, base):
+        refused = outside_requests(page.context)
+        page.reload()
+        for assignment, expected in formulas.items():
+            with closing(Gradebook(db_url(course), "attention")) as gb:
+                sid = gb.find_submission_notebook(assignment, assignment, STUDENT).id
+            page.goto(f"{base}/formgrader/submissions/{sid}")
+            typeset_count, errors = typeset(page)
+            assert (typeset_count, errors) == (expected, 0), f"formgrader, {assignment}"
+            assert raw_tex(page) == [], f"formgrader, {assignment}"
+
+            feedback = course / "feedback" / STUDENT / assignment / f"{assignment}.html"
+            page.goto(feedback.as_uri())
+            shown = page.locator(".text_cell_render math").count()
+            assert shown == expected, f"feedback of {assignment}: {shown} of {expected} formulas"
+            assert page.locator("script[src]").count() == 0, "the feedback loads no script"
+            assert raw_tex(page) == [], f"feedback, {assignment}"
+        page.screenshot(path=tmp_path / "feedback.png", full_page=False)
+    assert refused == [], "pages asked for addresses outside the machine"

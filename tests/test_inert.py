@@ -234,8 +234,10 @@ def test_formgrader_page_of_a_hostile_submission_runs_nothing(course):
     page = Page(html)
     assert page.live() == []
     assert NOTE in html
-    assert "$0 \\le h &lt; H$" in html, "the proof's formula must reach MathJax as written"
+    formula = "<mn>0</mn><mo>≤</mo><mi>h</mi><mo>&lt;</mo><mi>H</mi>"
+    assert formula in html, "the proof's formula is rendered to MathML, its < intact"
     assert "&lt;script&gt;document.title" in html, "raw HTML is shown as the text typed"
+    assert "cdnjs" not in html and re.search(r"<meta[^>]*Content-Security-Policy[^>]*>", html)
 
 
 def test_feedback_of_a_hostile_submission_runs_nothing(course):
@@ -261,3 +263,5 @@ def test_feedback_of_a_hostile_submission_runs_nothing(course):
     assert re.findall(r"<[^<>]*(?:onerror|javascript:)[^<>]*>", html) == []
     assert f"<script>document.title='{MARK}'" not in html
     assert NOTE in html and "My proof" in html
+    policy = re.search(r"<meta[^>]*Content-Security-Policy[^>]*>", html)
+    assert policy and "default-src 'none'" in policy[0], "the feedback runs no script at all"

@@ -55,8 +55,16 @@ def test_parallel_grading_matches_plain_nbgrader_and_summarizes(tmp_path, tmp_pa
         gb.find_comment("why_scale", *IDS, "perfect").manual_comment = "Both points: variance d."
         gb.find_grade("double_test", *IDS, "tamper").manual_score = 0.5
         gb.db.commit()
+    before = cell_scores(course, ASSIGNMENT)
     assert grade(ASSIGNMENT, workers=1, course=course, students=["perfect", "tamper"])[0] == 0
     scores = cell_scores(course, ASSIGNMENT)
+    assert {s: scores[s] for s in ("wrong", "locked", "blank")} == {
+        s: before[s] for s in ("wrong", "locked", "blank")
+    }, "a regrade of two students keeps everyone else's scores"
+    summary = json.loads(
+        (course / "autograded" / ".attncourse" / ASSIGNMENT / "summary.json").read_text()
+    )
+    assert {r["student"] for r in summary["students"]} == {*students, "absent"}
     assert scores["perfect"]["why_scale"] == (2.0, 2.0, True)
     assert scores["tamper"]["double_test"] == (0.5, 1.0, True)
     assert scores["perfect"]["scale_test"] == (2.0, 2.0, False)

@@ -37,6 +37,8 @@ LAYERS = {
         "attncourse.plainfiles",
         "attncourse.markscheme",
         "attncourse.safemarkdown",
+        "attncourse.mathml",
+        "attncourse.pagetemplates",
         "attncourse.integrity",
     ],
     "judge and sandbox": [

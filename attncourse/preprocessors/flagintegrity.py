@@ -18,7 +18,8 @@ class FlagIntegrity(NbGraderPreprocessor):
 
     The tests' scores stand (the judge computed them outside the kernel); each
     autograded cell of the part needs manual grading, and the part's answer cell
-    gets a comment listing the findings, shown in formgrader and the feedback.
+    gets a comment listing the findings, shown in formgrader and the feedback; the
+    submitted notebook gets nbgrader's own flag (formgrader's "Flagged?" column).
     Re-running autograde re-applies this from the fresh scan; manual scores and
     manual comments are never touched.
     """
@@ -50,5 +51,6 @@ class FlagIntegrity(NbGraderPreprocessor):
                 except MissingEntry:
                     self.log.warning("No comment cell %s for %s", part, info["student"])
                 self.log.warning("Flagged %s for %s", ", ".join(flagged) or "nothing", ids[2])
+            gb.find_submission_notebook(*ids).flagged = True
             gb.db.commit()
         return nb, resources
