@@ -106,7 +106,7 @@ def parse_reply(text):
     _need(containers <= MAX_CONTAINERS, f"{containers} containers in one reply")
     commas = text.count(",")
     _need(commas <= MAX_COMMAS, f"{commas} items in one reply")
-    _need(_depth(text) <= MAX_DEPTH + 4, "nested too deeply")
+    _need(_depth(text) <= 2 * MAX_DEPTH + 6, "nested too deeply")  # a level: { and [
     try:
         return json.loads(text)
     except (TypeError, ValueError, RecursionError):
