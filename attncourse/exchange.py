@@ -14,9 +14,7 @@ formgrader could not show as plain text (its page writes the id into HTML unesca
 
 On a hub, where student ids are the students' Unix accounts, anyone can write a
 folder named for another student into the inbound: ``owner_must_match`` collects
-a submission only from a folder that student's account owns, and
-:class:`PrivateSubmit` (the students' ``c.ExchangeFactory.submit``) leaves a
-submission readable by its student and the instructor's group only.
+a submission only from a folder that student's account owns.
 """
 
 import os
@@ -25,7 +23,7 @@ import re
 import subprocess
 from logging import Logger
 
-from nbgrader.exchange.default import ExchangeCollect, ExchangeSubmit
+from nbgrader.exchange.default import ExchangeCollect
 from nbgrader.utils import ignore_patterns
 from traitlets import Bool
 
@@ -119,16 +117,6 @@ class PlainFilesCollect(ExchangeCollect):
                     os.chmod(path, (os.lstat(path).st_mode | add) & mask)
                 except PermissionError:
                     self.log.warning("Could not make %s groupshared", path)
-
-
-class PrivateSubmit(ExchangeSubmit):
-    """``nbgrader submit`` whose submission folder only its student and the inbound's group (the
-    instructor's: the inbound is set-group-id) may enter; stock nbgrader leaves it world-writable,
-    hidden only by its random name."""
-
-    def copy_files(self) -> None:
-        super().copy_files()
-        os.chmod(os.path.join(self.inbound_path, self.assignment_filename), 0o750)
 
 
 def owned_by(path: str, user: str) -> bool:

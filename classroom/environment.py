@@ -1,9 +1,12 @@
 """The course's environment (torch, numpy, JupyterLab, nbgrader) for every account.
 
-A venv's interpreter is a link to the Python it was made with; where that one is out of
-other accounts' reach (a Python built under ``/root``), :func:`reroot` makes a venv of the
-system's Python of the same version whose ``lib``, ``share`` and ``etc`` are links to the
-course's venv, and whose console scripts are copies that start the new interpreter.
+A venv's interpreter is a link to the Python it was made with, which other accounts may not
+be able to run (one built under ``/root``). :func:`reroot` makes a venv they can run: the
+same Python (its interpreter, shared library and standard library, hard-linked, or copied
+across file systems, to ``python/`` beside it) with the venv's ``lib``, ``share`` and ``etc``
+linked and its console scripts copied to start the new interpreter. Processes run from it
+need ``LD_LIBRARY_PATH=<python>/lib`` (:func:`library_path`): the interpreter's own search
+path for its shared library points into the original installation.
 """
 
 import os
@@ -12,41 +15,53 @@ import sys
 from pathlib import Path
 
 LINKED = ("lib", "lib64", "include", "share", "etc")
+VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def others_can_run(path: Path) -> bool:
-    """True when an account other than the owner may execute ``path`` (every folder on the way
-    searchable by others)."""
-    path = Path(os.path.realpath(path))
-    folders_open = all(p.stat().st_mode & 0o001 for p in path.parents)
-    return path.is_file() and folders_open and bool(path.stat().st_mode & 0o001)
+def _link_or_copy(src, dst):
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
-def system_python(version: str) -> Path:
-    """``python<version>`` of the system, runnable by every account."""
-    for folder in ("/usr/local/bin", "/usr/bin"):
-        python = Path(folder) / f"python{version}"
-        if python.exists() and others_can_run(python):
-            return python
-    raise FileNotFoundError(
-        f"no python{version} that every account may run in /usr/local/bin or /usr/bin: "
-        f"install it (apt-get install python{version}) or build .venv from such a Python"
+def share_python(base: Path, dest: Path) -> Path:
+    """The Python installed at ``base`` (``sys.base_prefix``), under ``dest``: its interpreter,
+    shared library and standard library (no site-packages, no tests). Returns the interpreter."""
+    (dest / "bin").mkdir(parents=True, mode=0o755)
+    (dest / "lib").mkdir(mode=0o755)
+    shutil.copytree(
+        base / "lib" / f"python{VERSION}",
+        dest / "lib" / f"python{VERSION}",
+        ignore=shutil.ignore_patterns("site-packages", "test", "idlelib", "tkinter"),
+        copy_function=_link_or_copy,
     )
+    for lib in (base / "lib").glob(f"libpython{VERSION}*.so*"):
+        _link_or_copy(lib, dest / "lib" / lib.name)
+    python = dest / "bin" / f"python{VERSION}"
+    _link_or_copy(os.path.realpath(base / "bin" / f"python{VERSION}"), python)
+    return python
+
+
+def library_path(dest: Path) -> str:
+    """``LD_LIBRARY_PATH`` for processes of the venv :func:`reroot` made at ``dest``."""
+    return str(Path(dest).parent / "python" / "lib")
 
 
 def reroot(venv: Path, dest: Path) -> Path:
-    """A venv at ``dest`` sharing ``venv``'s packages, run by the system's Python."""
+    """A venv at ``dest`` sharing ``venv``'s packages, run by a copy of its Python at
+    ``dest/../python`` (both replaced when there)."""
     venv, dest = Path(venv), Path(dest)
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    python = system_python(version)
-    if dest.exists():
-        shutil.rmtree(dest)
+    for old in (dest, dest.parent / "python"):
+        if old.exists():
+            shutil.rmtree(old)
+    python = share_python(Path(sys.base_prefix), dest.parent / "python")
     (dest / "bin").mkdir(parents=True, mode=0o755)
     dest.chmod(0o755)
     (dest / "pyvenv.cfg").write_text(
-        f"home = {python.parent}\ninclude-system-site-packages = false\nversion = {version}\n"
+        f"home = {python.parent}\ninclude-system-site-packages = false\nversion = {VERSION}\n"
     )
-    for name in ("python", "python3", f"python{version}"):
+    for name in ("python", "python3", f"python{VERSION}"):
         (dest / "bin" / name).symlink_to(python)
     for name in LINKED:
         if (venv / name).exists():

@@ -35,6 +35,11 @@ c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(room.env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
+# No news feed and no update check: the servers call nobody.
+c.Spawner.args = [
+    "--LabApp.news_url=None",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+]
 # A loaded machine takes a while to import JupyterLab and nbgrader.
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
@@ -46,7 +51,9 @@ def pre_spawn_hook(spawner):
     try:
         spawner.environment.update(room.server_environment(spawner.user.name))
     except NoCourseAccess as e:
-        raise HTTPError(403, str(e)) from None
+        refused = HTTPError(403, str(e))
+        refused.jupyterhub_message = str(e)  # shown on the hub's error page
+        raise refused from None
 
 
 c.Spawner.pre_spawn_hook = pre_spawn_hook

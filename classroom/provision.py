@@ -9,7 +9,8 @@ folder in the tests)::
     exchange/                nbgrader's exchange, mode 1777, and in it the course's folder
                              (the instructor's): outbound 755, inbound 3733, feedback 711
     roles/<role>/            Jupyter configuration of a role's servers (JUPYTER_CONFIG_PATH)
-    env/                     the course's environment, run by every account (environment.py)
+    env/, python/            the course's environment, run by every account (environment.py)
+    lib/                     the students' submit plugin (attncourse_submit.py)
     hub/                     JupyterHub's database, cookie secret and proxy pid file
     classroom.json           this classroom, as jupyterhub_config.py loads it
 """
@@ -24,8 +25,10 @@ from pathlib import Path
 
 from attncourse.course import ROOT, configured_course_id
 from classroom.accounts import Account, ensure
-from classroom.environment import reroot
+from classroom.environment import library_path, reroot
 
+# The students' nbgrader submit plugin (nothing of the course in it), on their PYTHONPATH.
+SUBMIT = Path(__file__).with_name("attncourse_submit.py")
 # What the instructor's course directory holds of the repository.
 COURSE_FILES = ("nbgrader_config.py", "source", "release", "attncourse")
 # The checkout's folders no student may read (the environment students run from is inside it).
@@ -58,8 +61,8 @@ STUDENT_CONFIG = '''"""nbgrader on a student's server (classroom/provision.py)."
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
 c.Exchange.root = {exchange!r}
-# Submissions readable by their student and the instructor only (attncourse.exchange).
-c.ExchangeFactory.submit = "attncourse.exchange.PrivateSubmit"
+# Submissions readable by their student and the instructor only (classroom/attncourse_submit.py).
+c.ExchangeFactory.submit = "attncourse_submit.PrivateSubmit"
 '''
 INSTRUCTOR_CONFIG = '''"""nbgrader on the instructor's server: the course's own settings (classroom/provision.py)."""
 
@@ -94,6 +97,10 @@ class Classroom:
         return self.root / "env"
 
     @property
+    def lib(self) -> Path:
+        return self.root / "lib"
+
+    @property
     def settings(self) -> Path:
         return self.root / "classroom.json"
 
@@ -123,21 +130,20 @@ class Classroom:
 
     def server_environment(self, name: str) -> dict:
         """What a server or command of ``name`` needs: its role's Jupyter configuration, the
-        course's environment first on PATH and, for the instructor, the course's own
-        ``attncourse`` (with its grading code) before the checkout's."""
+        course's environment first on PATH and, on PYTHONPATH, the students' submit plugin
+        or, for the instructor, the course's own ``attncourse`` (with its grading code)."""
         role = self.role(name)
         if not role:
             raise NoCourseAccess(
                 f"{name} has no access to this course: you are neither a student nor an "
                 "instructor of it. Ask the instructor to add you to the course's roster."
             )
-        env = {
+        return {
             "JUPYTER_CONFIG_PATH": str(self.roles(role)),
             "PATH": f"{self.env / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "LD_LIBRARY_PATH": library_path(self.env),
+            "PYTHONPATH": str(self.course if role == "instructor" else self.lib),
         }
-        if role == "instructor":
-            env["PYTHONPATH"] = str(self.course)
-        return env
 
     def home(self, name: str) -> Path:
         return self.root / "home" / name
@@ -162,6 +168,9 @@ def provision(room: Classroom) -> Classroom:
         path.mkdir(mode=0o755, parents=True, exist_ok=True)
     users = {a.name: ensure(a, room.root / "home") for a in room.accounts}
     reroot(room.venv, room.env)
+    room.lib.mkdir(mode=0o755, exist_ok=True)
+    shutil.copy(SUBMIT, room.lib / SUBMIT.name)
+    (room.lib / SUBMIT.name).chmod(0o644)
     _make_exchange(room, users[room.instructor.name])
     (room.root / "hub").mkdir(mode=0o700, exist_ok=True)
     if not room.course.exists():

@@ -17,8 +17,11 @@ from attncourse.course import ROOT
 from classroom.accounts import Account, environment, remove, run_as
 from classroom.provision import Classroom, provision
 
-INSTRUCTOR, ADA, BEN, EVE = "ac-teach", "ac-ada", "ac-ben", "ac-eve"
-ROLES = {INSTRUCTOR: "instructor", ADA: "student", BEN: "student", EVE: ""}
+INSTRUCTOR, EVE = "ac-teach", "ac-eve"
+# Ada and Ben take the term (test_classroom_term), Ivy and Jon try the isolation.
+ADA, BEN, IVY, JON = "ac-ada", "ac-ben", "ac-ivy", "ac-jon"
+ROLES = {INSTRUCTOR: "instructor", ADA: "student", BEN: "student", IVY: "student", JON: "student"}
+ROLES[EVE] = ""
 
 
 def free_port():

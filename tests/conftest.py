@@ -128,10 +128,11 @@ def classroom():
 
 
 @pytest.fixture(scope="session")
-def hub(classroom):
-    """The classroom's JupyterHub, started once; yields (classroom, seconds it took to start)."""
+def hub(classroom, tmp_path_factory):
+    """The classroom's JupyterHub, started once; yields (classroom, seconds it took to start).
+    Its log (the users' servers' too) stays in the test run's temporary folder."""
     from classroom.hub import running
 
     start = time.monotonic()
-    with running(classroom, classroom.root / "hub" / "jupyterhub.log"):
+    with running(classroom, tmp_path_factory.mktemp("hub") / "jupyterhub.log"):
         yield classroom, time.monotonic() - start
