@@ -15,8 +15,12 @@ ROUNDS ?= 2
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: venv demo test test-fast lint format release grade feedback export report scan similarity bench \
-	collect return-feedback collect-lms release-zip formgrader workload clean
+	collect return-feedback collect-lms release-zip formgrader workload classroom clean
 PORT ?= 8888
+# make classroom: the hub's address is 127.0.0.1:HUB_PORT; its accounts, homes and exchange live in CLASSROOM
+HUB_PORT ?= 8000
+CLASSROOM ?= /srv/attncourse-classroom
+PROXY := node_modules/.package-lock.json
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11 or run make PYTHON=python3"; exit 1; }
@@ -27,10 +31,15 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# JupyterHub's proxy (configurable-http-proxy), pinned by package-lock.json.
+$(PROXY): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found: apt-get install npm"; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund
+
 demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedback, export, similarity, report
 	$(BIN)/attncourse demo $(AT)
 
-test: venv  ## the whole pytest suite
+test: venv $(PROXY)  ## the whole pytest suite
 	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25
 
 test-fast: venv  ## in parallel, no kernel started: no autograde run, sandbox or browser
@@ -84,6 +93,9 @@ release-zip: venv  ## dist/<assignment>.zip of each release/ folder, for an LMS 
 
 formgrader: venv  ## JupyterLab with formgrader on 127.0.0.1:PORT, token printed
 	$(BIN)/attncourse formgrader --port $(PORT) $(AT)
+
+classroom: venv $(PROXY)  ## as root: JupyterHub on 127.0.0.1:HUB_PORT with demo accounts (printed); Ctrl-C stops it
+	$(BIN)/python -m classroom --root $(CLASSROOM) --port $(HUB_PORT)
 
 workload: venv  ## minutes of manual grading per student, from the mark schemes
 	$(BIN)/attncourse workload $(AT)

@@ -11,15 +11,21 @@ Students write their inbound folder themselves, symlinks included, and name it
 :class:`PlainFilesCollect` (``c.ExchangeFactory.collect``), which copies regular
 files and folders only, never follows a link, and refuses a student id that
 formgrader could not show as plain text (its page writes the id into HTML unescaped).
+
+On a hub, where student ids are the students' Unix accounts, anyone can write a
+folder named for another student into the inbound: ``owner_must_match`` collects
+a submission only from a folder that student's account owns.
 """
 
 import os
+import pwd
 import re
 import subprocess
 from logging import Logger
 
 from nbgrader.exchange.default import ExchangeCollect
 from nbgrader.utils import ignore_patterns
+from traitlets import Bool
 
 from attncourse.course import ROOT, nbgrader
 from attncourse.plainfiles import WHY, RefusedFolder, copy_plain_tree
@@ -33,13 +39,40 @@ class PlainFilesCollect(ExchangeCollect):
     with the reason in the log, every symlink, FIFO, socket or device in it (never followed).
 
     A submission folder that is itself a symlink is not collected at all, nor one whose
-    student id is not a plain id (:data:`STUDENT_ID`).
+    student id is not a plain id (:data:`STUDENT_ID`), nor, with ``owner_must_match``,
+    one that the student's Unix account does not own.
     """
+
+    owner_must_match = Bool(
+        False,
+        help="Collect a submission only from a folder owned by the Unix account named like its "
+        "student (a hub's students are its accounts): another student's forgery is refused and "
+        "the student's own newest submission collected instead.",
+    ).tag(config=True)
+
+    def _path_to_record(self, path: str) -> dict:
+        record = super()._path_to_record(path)
+        record["forged"] = self.owner_must_match and not owned_by(path, record["username"])
+        if record["forged"]:
+            self.log.error(
+                "Refused the whole submission %s: its folder belongs to %s, not to student %r's "
+                "account (a submission made under another student's name); not collected",
+                record["filename"],
+                owner_name(path),
+                record["username"],
+            )
+        return record
+
+    def _sort_by_timestamp(self, records: list[dict]) -> list[dict]:
+        """Newest first, the student's own submissions before any forged one."""
+        return sorted(records, key=lambda r: (not r["forged"], r["timestamp"]), reverse=True)
 
     def init_src(self) -> None:
         super().init_src()
         kept = []
         for record in self.src_records:
+            if record["forged"]:
+                continue
             if STUDENT_ID.fullmatch(record["username"]):
                 kept.append(record)
             else:
@@ -84,6 +117,23 @@ class PlainFilesCollect(ExchangeCollect):
                     os.chmod(path, (os.lstat(path).st_mode | add) & mask)
                 except PermissionError:
                     self.log.warning("Could not make %s groupshared", path)
+
+
+def owned_by(path: str, user: str) -> bool:
+    """True when ``path`` (not followed if a link) belongs to the Unix account ``user``."""
+    try:
+        return os.lstat(path).st_uid == pwd.getpwnam(user).pw_uid
+    except (KeyError, OSError):
+        return False
+
+
+def owner_name(path: str) -> str:
+    """The name of the account that owns ``path``, or its uid."""
+    uid = os.lstat(path).st_uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 def publish(assignment: str, course: str | os.PathLike = ROOT) -> subprocess.CompletedProcess:

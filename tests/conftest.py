@@ -1,6 +1,6 @@
 """Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; torch's threads
 shared out among parallel test workers; the fixtures several modules use (the graded toy
-course, a Dask cluster)."""
+course, a Dask cluster, the classroom and its hub)."""
 
 import os
 import shutil
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from classroomkit import make_classroom, remove_classroom
 from toy_course import graded_course
 
 from attncourse.constants import threads_per_kernel
@@ -113,3 +114,25 @@ def graded_toy(tmp_path_factory):
 def course(graded_toy, tmp_path):
     """A private copy of the graded toy course, to change."""
     return shutil.copytree(graded_toy, tmp_path / "course")
+
+
+@pytest.fixture(scope="session")
+def classroom():
+    """The test classroom (real Unix accounts, exchange, course directory), once per run of the
+    tests grouped ``classroom``; removed with its accounts after."""
+    room = make_classroom()
+    try:
+        yield room
+    finally:
+        remove_classroom(room)
+
+
+@pytest.fixture(scope="session")
+def hub(classroom, tmp_path_factory):
+    """The classroom's JupyterHub, started once; yields (classroom, seconds it took to start).
+    Its log (the users' servers' too) stays in the test run's temporary folder."""
+    from classroom.hub import running
+
+    start = time.monotonic()
+    with running(classroom, tmp_path_factory.mktemp("hub") / "jupyterhub.log"):
+        yield classroom, time.monotonic() - start

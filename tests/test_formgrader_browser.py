@@ -14,18 +14,15 @@ control: formgrader without the course's protections (the kernel's HTML output
 kept, no ``c.HTMLExporter`` settings) runs it and the file appears.
 """
 
-import os
 import re
-import shutil
-import subprocess
 import tempfile
 import time
 from contextlib import closing, contextmanager
-from pathlib import Path
 
 import nbformat
 import pytest
 import tiny_course
+from chromium import CHROMIUM, CHROMIUM_ARGS, ensure_chromium
 from nbformat.v4 import new_markdown_cell
 from nbgrader.api import Gradebook
 
@@ -37,17 +34,6 @@ from attncourse.workload import manual_cells, workload_table
 
 ASSIGNMENT = "attention_variants"
 STUDENT = "alice"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 STUDENT_ANSWER = "The two ranks are equal, because the tiled matrix only repeats rows of W."
 # What the same answer carries that would act in the grader's browser if rendered as written:
 # log the grader out (formgrader's saves then go nowhere), reach the contents API, tell an
@@ -59,28 +45,6 @@ HOSTILE_TAIL = (
 )
 COMMENT = "Equality is right; say why repeating rows leaves the row space unchanged."
 MANUAL_SCORE = 1.5
-
-
-def ensure_chromium():
-    """Debian's Chromium at /usr/bin/chromium, installed with apt-get when missing (as root)."""
-    if CHROMIUM.exists():
-        return
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip(
-            f"{CHROMIUM} is missing and cannot be installed here (needs root and apt-get); "
-            "install it with `apt-get install chromium`"
-        )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    wait = ["-o", "DPkg::Lock::Timeout=600"]
-    for cmd in (
-        ["apt-get", *wait, "update", "-q"],
-        ["apt-get", *wait, "install", "-y", "-q", "chromium"],
-    ):
-        result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-        if result.returncode:
-            pytest.skip(
-                f"`{' '.join(cmd)}` failed, Chromium cannot be installed: {result.stderr[-800:]}"
-            )
 
 
 def saves(response, kind):

@@ -10,6 +10,7 @@ the launcher is to set up (:meth:`SandboxKernelManager.spec`). Its settings are 
 import json
 import os
 import signal
+import site
 import sys
 from pathlib import Path
 
@@ -105,7 +106,9 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def spec(self, work: str | os.PathLike) -> dict:
         """What the launcher is to set up for a kernel whose working copy is ``work``."""
-        keep = {sys.prefix, sys.base_prefix, sys.exec_prefix, *map(str, kernel_files())}
+        # The environment's site-packages too: a venv may link to them (classroom/environment.py).
+        keep = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
+        keep |= set(map(str, kernel_files()))
         cgroup = self._cgroup()
         if "parent" in cgroup:
             remove_cgroups(cgroup["parent"])  # those of kernels whose launcher was killed
