@@ -3,8 +3,7 @@
 :class:`TolerantNotebookExporter` (``c.Autograde.exporter_class``) keeps one damaged file
 from aborting that student's grading: the notebook's record says why it was unreadable,
 and :class:`~attncourse.preprocessors.resilientexecute.ResilientExecute` fails its tests
-with that reason. It is also where a submission enters grading, so the course's record in
-the student's file (which only the grader writes) is dropped here.
+with that reason.
 """
 
 from typing import IO
@@ -13,7 +12,6 @@ import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
 
-from attncourse.constants import METADATA_KEY
 from attncourse.runrecord import RunRecord
 
 
@@ -25,9 +23,6 @@ class TolerantNotebookExporter(NotebookExporter):
     ) -> tuple[str, ResourcesDict]:
         try:
             nb = nbformat.read(file_stream, as_version=4)
-            # The run's record is the grader's alone: what the student's file carries under
-            # the course's key (forged protections, refusals, repairs) is dropped on entry.
-            nb.metadata.pop(METADATA_KEY, None)
         except Exception as e:  # not JSON, not a notebook, not UTF-8: the student's problem
             nb = nbformat.v4.new_notebook()
             reason = f"{type(e).__name__}: {e}"[:500]

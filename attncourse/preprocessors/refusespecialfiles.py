@@ -1,4 +1,5 @@
-"""Sanitize stage, first: no link or special file of the student's folder reaches a kernel.
+"""Sanitize stage, first: the student's copy of the run record is dropped, and no link or
+special file of the student's folder reaches a kernel.
 
 The folder is checked once more after :func:`attncourse.plainfiles.refuse_before_copy`
 (this is all that runs when that hook is not configured: it then also deletes what
@@ -16,6 +17,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from attncourse.constants import METADATA_KEY
 from attncourse.plainfiles import WHY, refuse_submission, refused_before, special_entries
 from attncourse.runrecord import RunRecord
 
@@ -27,6 +29,14 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
     ) -> tuple[NotebookNode, ResourcesDict]:
+        # The run's record is the grader's alone: what the submitted file carries under the
+        # course's key (forged protections, refusals, repairs) is dropped on entry. Only a note
+        # that the file was unreadable stays: the exporter wrote it on its placeholder, and a
+        # student who forges one only fails their own tests.
+        unreadable = RunRecord.of(nb).unreadable
+        nb.metadata.pop(METADATA_KEY, None)
+        if unreadable:
+            RunRecord(unreadable=unreadable).store(nb)
         folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
         if not folder:
             return nb, resources
