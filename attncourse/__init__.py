@@ -27,8 +27,9 @@ nbgrader plugins
 The judge and the sandbox
     ``judge/``        hidden tests computed in the grader's process, asking the kernel for data;
                       ``judge.checks`` and ``judge.rules`` are what every assignment's checks share
-    ``grading/``      one module per assignment: its hidden checks (``CHECKS``), loaded by the
-                      judge only; nothing else lives there
+    ``grading/``      one package per assignment, one shape for all (its tolerances, its
+                      references, a checks module per group of parts, CHECKS in its init);
+                      loaded by the judge only; nothing else lives there
     ``sandbox/``      each kernel in a sandbox: its kernel side and the grader's kernel manager
 
 Course files and notebooks

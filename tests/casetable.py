@@ -31,6 +31,7 @@ import contextlib
 import functools
 import importlib
 import io
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -321,3 +322,17 @@ def autograde_table(course_dir, table):
         submissions[student] = solution_submission(ROOT, table.assignment, answers)
         members[student] = pack
     return autograde_submissions(course_dir, table.assignment, submissions), members
+
+
+def rebind(package, name, value):
+    """Bind ``name`` to ``value`` in every module of a grading ``package`` that defines or
+    imports it (the margins scripts record what the checks compare); returns the original."""
+    modules = [package] + [
+        importlib.import_module(f"{package.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(package.__path__)
+    ]
+    holders = [m for m in modules if name in vars(m)]
+    original = getattr(holders[0], name)
+    for module in holders:
+        setattr(module, name, value)
+    return original

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cases_attention_theory import ASSIGNMENT, CASES, GROUPS  # noqa: E402
-from casetable import Case, solution_namespace  # noqa: E402
+from casetable import Case, rebind, solution_namespace  # noqa: E402
 
 from attncourse.grading import attention_theory as at  # noqa: E402
 from attncourse.judge import checks, verdict  # noqa: E402
@@ -41,7 +41,6 @@ def _ratio(value, limit):
 
 
 def _install_recorders():
-    beyond, check_close = at.beyond, at.check_close
 
     def recording_beyond(value, limit):
         RECORDS.append(_ratio(value, limit))
@@ -53,8 +52,8 @@ def _install_recorders():
             RECORDS.append(_ratio(err, tol))
         return check_close(what, got, ref, tol, mistakes, shape_cause)
 
-    at.beyond = recording_beyond
-    at.check_close = recording_close
+    beyond = rebind(at, "beyond", recording_beyond)
+    check_close = rebind(at, "check_close", recording_close)
 
 
 def namespace_for(case):

@@ -31,11 +31,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import torch  # noqa: E402
 from cases_attention_variants import ASSIGNMENT, EXPERIMENT_DATA, UNSCALED_DATA  # noqa: E402
-from casetable import load, run_in_process  # noqa: E402
+from casetable import load, rebind, run_in_process  # noqa: E402
 from cellrun import fresh_namespace, run_cell  # noqa: E402
 
 from attncourse.course import ROOT, notebook_path  # noqa: E402
 from attncourse.grading import attention_variants as av  # noqa: E402
+from attncourse.grading.attention_variants import references, tolerances  # noqa: E402
+from attncourse.grading.attention_variants.experiment import check_experiment  # noqa: E402
 from attncourse.judge import checks, verdict  # noqa: E402
 from attncourse.submissions import solution_answers  # noqa: E402
 
@@ -59,7 +61,6 @@ def measure(experiment=False, secrets=1):
     """comparison -> [tol, worst correct, case, smallest rejected, case]; experiment rows."""
     records = []
     rows = defaultdict(list)  # case -> [(output, worst ratio)]
-    original_close, original_rows = av.check_close, av._check_rows
 
     def recording(what, got, ref, tol, mistakes=None, shape_cause=None):
         err = checks.rel_error(checks.tensor(got, what), checks.tensor(ref, "reference"))
@@ -67,7 +68,7 @@ def measure(experiment=False, secrets=1):
         return original_close(what, got, ref, tol, mistakes, shape_cause)
 
     def recording_rows(what, got, ref, slack, cause):
-        ratio = av.row_ratios(got, ref, slack)
+        ratio = references.row_ratios(got, ref, slack)
         records.append((label(what), 1.0, float(ratio.max())))
         return original_rows(what, got, ref, slack, cause)
 
@@ -75,12 +76,14 @@ def measure(experiment=False, secrets=1):
     current = {}
 
     def run_check(check, ns, secret):
-        if check is av.check_experiment:
+        if check is check_experiment:
             with contextlib.suppress(Exception), checks.secret_scope(secret):
                 rows[current["case"]].extend(experiment_rows(ns))
         return original_run(check, ns, secret)
 
-    av.check_close, av._check_rows, verdict.run_check = recording, recording_rows, run_check
+    original_close = rebind(av, "check_close", recording)
+    original_rows = rebind(av, "check_rows", recording_rows)
+    verdict.run_check = run_check
     table = defaultdict(lambda: [None, 0.0, "", math.inf, ""])
     cases = [c for c in TABLE.cases if not c.alone]
     if experiment:
@@ -99,23 +102,26 @@ def measure(experiment=False, secrets=1):
                     if not case.correct and tol < err < row[3]:
                         row[3:5] = err, case.name
     finally:
-        av.check_close, av._check_rows = original_close, original_rows
+        rebind(av, "check_close", original_close)
+        rebind(av, "check_rows", original_rows)
         verdict.run_check = original_run
     return table, rows
 
 
 def experiment_rows(ns):
     """Worst row ratio of output_vanilla and output_reduced, whatever the other checks say."""
-    data = {n: ns[n] for n in (*av.MLA_DATA, "x", "y", "output_vanilla", "output_reduced")}
-    w = {n: data[n].to(torch.float64) for n in av.MLA_DATA}
-    B, H = data["x"].shape[0], av.EXPERIMENT["H"]
-    batches = sorted(checks.rng_for("p13_experiment/rows").sample(range(B), av.EXPERIMENT_BATCHES))
-    ref, slack = av.mla_rows(data["x"][batches], data["y"][batches], w, H)
+    data = {n: ns[n] for n in (*references.MLA_DATA, "x", "y", "output_vanilla", "output_reduced")}
+    w = {n: data[n].to(torch.float64) for n in references.MLA_DATA}
+    B, H = data["x"].shape[0], references.EXPERIMENT["H"]
+    batches = sorted(
+        checks.rng_for("p13_experiment/rows").sample(range(B), tolerances.EXPERIMENT_BATCHES)
+    )
+    ref, slack = references.mla_rows(data["x"][batches], data["y"][batches], w, H)
     out = []
     for name in ("output_vanilla", "output_reduced"):
-        ratio = av.row_ratios(data[name][batches], ref, slack)
+        ratio = references.row_ratios(data[name][batches], ref, slack)
         relative = (data[name][batches].double() - ref).norm(dim=-1) / ref.norm(dim=-1)
-        kept = relative[slack < av.ROWS_TOL * ref.norm(dim=-1)]
+        kept = relative[slack < tolerances.ROWS_TOL * ref.norm(dim=-1)]
         out.append((name, float(ratio.max()), float(kept.max()) if kept.numel() else math.nan))
     return out
 
@@ -147,7 +153,7 @@ def rounding(runs=3):
 
 
 def _logit_error(ns):
-    H, D, r = av.EXPERIMENT["H"], av.EXPERIMENT["D"], av.EXPERIMENT["r"]
+    H, D, r = references.EXPERIMENT["H"], references.EXPERIMENT["D"], references.EXPERIMENT["r"]
     d = D // H
     x, y = ns["x"][:4], ns["y"][:4]
     W_DKV, W_UK, W_Q = (ns[n].double() for n in ("W_DKV", "W_UK", "W_Q"))

@@ -3,7 +3,7 @@
 Run ``.venv/bin/python tests/margins_mla_inference.py [--secrets 50] [--groups mla decode]
 [--every-test]``. Every case of ``cases_mla_inference`` is judged on its own group's tests
 under many per-run secrets (``margins-0``, ``margins-1``, ...), in this process through the
-same request/reply encoding a kernel uses. Every value comparison (``_close``) is recorded as
+same request/reply encoding a kernel uses. Every value comparison (``close``) is recorded as
 the ratio relative error / threshold (above 1 fails). Per threshold it prints the worst
 correct answer (the largest ratio of a comparison that passed, over all secrets) and the
 closest mistake (the smallest ratio of a comparison that failed a case that must fail), and
@@ -28,9 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cases_mla_inference import ASSIGNMENT, CASES, GROUPS  # noqa: E402
-from casetable import solution_namespace  # noqa: E402
+from casetable import rebind, solution_namespace  # noqa: E402
 
 from attncourse.grading import mla_inference as mi  # noqa: E402
+from attncourse.grading.mla_inference import tolerances  # noqa: E402
 from attncourse.judge import checks, verdict  # noqa: E402
 from attncourse.judge.channel import LocalChannel  # noqa: E402
 from attncourse.judge.remote import Session, StudentNamespace  # noqa: E402
@@ -44,7 +45,6 @@ STATE = {"carried": False}  # is the comparison running on the student's rope, c
 
 
 def _install_recorder():
-    close, with_rope, student_rotation = mi._close, mi._with_rope, mi._student_rotation
 
     def recording(what, got, ref, tol, mistakes=None, shape_cause=None):
         with contextlib.suppress(Exception):
@@ -63,9 +63,9 @@ def _install_recorder():
         STATE["carried"] = rotate is not None
         return rotate
 
-    mi._close = recording
-    mi._with_rope = tracked_with_rope
-    mi._student_rotation = tracked_student_rotation
+    close = rebind(mi, "close", recording)
+    with_rope = rebind(mi, "with_rope", tracked_with_rope)
+    student_rotation = rebind(mi, "student_rotation", tracked_student_rotation)
 
 
 def measure_case(args):
@@ -125,7 +125,7 @@ def main():
                 for carried, ratio in passed.items():
                     _better(worst, (name, carried), (ratio, case_id, test), smaller=False)
             elif failed:
-                band = mi.PRECISION_BAND / getattr(mi, name)
+                band = tolerances.PRECISION_BAND / getattr(tolerances, name)
                 for ratio in failed.values():
                     _better(closest, name, (ratio, case_id, test), smaller=True)
                     if ratio >= band:
@@ -134,7 +134,7 @@ def main():
                 unmeasured.append((case_id, test))
     print(f"{len(secrets)} secrets, {len(todo)} cases; ratio = relative error / threshold")
     for name in ("ROPE_TOL", "MERGED_TOL", "VALUES_TOL"):
-        tol = getattr(mi, name)
+        tol = getattr(tolerances, name)
         print(f"\n{name} = {tol:.0e}")
         for carried, label in ((False, "worst correct"), (True, "worst correct, carried rope")):
             w = worst.get((name, carried))

@@ -1,7 +1,7 @@
 """Every assignment, found by convention: its checks accept every correct alternative of its
 case table and reject every named mistake, in process and through ``nbgrader autograde``.
 
-An assignment is ``source/<a>/<a>.ipynb``, its checks ``attncourse/grading/<a>.py`` (``CHECKS``),
+An assignment is ``source/<a>/<a>.ipynb``, its checks ``attncourse/grading/<a>/`` (``CHECKS``),
 its case table ``tests/cases_<a>.py`` and its ``release/<a>/`` from ``make release``; the
 first test finds all four for every assignment under ``source/``. The toolkit is
 ``casetable``; what is specific to one assignment stays in ``tests/test_<a>.py``.
@@ -67,20 +67,21 @@ def cases(in_process):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_assignment_is_found_by_convention(assignment):
-    """source notebook + grading module + case table + release: nothing else to register."""
+    """source notebook + grading package + case table + release: nothing else to register."""
     assert notebook_path(ROOT, "source", assignment).exists()
-    assert isinstance(verdict.checks_of(assignment), dict), f"attncourse/grading/{assignment}.py"
+    assert isinstance(verdict.checks_of(assignment), dict), f"attncourse/grading/{assignment}/"
     assert (HERE / f"cases_{assignment}.py").exists(), f"no case table tests/cases_{assignment}.py"
     assert notebook_path(ROOT, "release", assignment).exists(), "run make release"
 
 
 def test_every_grading_module_and_case_table_belongs_to_an_assignment():
-    """The converse of the convention: ``grading/`` holds one module per assignment and
+    """The converse of the convention: ``grading/`` holds one package per assignment and
     nothing else (what checks share lives in ``attncourse.judge``), and no case table or
     per-assignment test module outlives its assignment."""
     grading = Path(verdict.__file__).parents[1] / "grading"
-    modules = {p.stem for p in grading.glob("*.py")} - {"__init__"}
-    assert modules - set(ASSIGNMENTS) == set(), "grading modules without source/<a>/"
+    packages = {p.parent.name for p in grading.glob("*/__init__.py")}
+    assert {p.name for p in grading.glob("*.py")} == {"__init__.py"}, "grading/ holds packages"
+    assert packages - set(ASSIGNMENTS) == set(), "grading packages without source/<a>/"
     tables = {p.stem.removeprefix("cases_") for p in HERE.glob("cases_*.py")}
     assert tables - set(ASSIGNMENTS) == set(), "case tables without source/<a>/"
     margins = {p.stem.removeprefix("margins_") for p in HERE.glob("margins_*.py")}

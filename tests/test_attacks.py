@@ -4,7 +4,7 @@ One run of ``nbgrader autograde`` (the course's config, sandboxed kernels, the
 judge) grades each attack as a student of its own beside the two controls: the
 blank release and the same wrong answers without the trick. Then feedback is
 generated. For each attack: no test cell scores more than in its control,
-nothing of the hidden tests (a line of the grading module) appears in its
+nothing of the hidden tests (a line of the grading package) appears in its
 autograded notebook or its feedback, no active content survives in its outputs,
 and no file it tried to write outside the sandbox exists.
 """
@@ -44,11 +44,12 @@ def submission(attack):
 
 
 def hidden_lines():
-    """Lines of the grading module that no student file contains (what must never leak)."""
+    """Lines of the grading package that no student file contains (what must never leak)."""
     public = notebook_path(ROOT, "release", ASSIGNMENT).read_text()
     lines = set()
-    for module in ("attncourse/grading/attention_variants.py", "attncourse/judge/checks.py"):
-        for line in (ROOT / module).read_text().splitlines():
+    package = sorted((ROOT / "attncourse" / "grading" / ASSIGNMENT).glob("*.py"))
+    for module in (*package, ROOT / "attncourse" / "judge" / "checks.py"):
+        for line in module.read_text().splitlines():
             line = line.strip()
             if len(line) >= 30 and line not in public and not line.startswith(("#", '"""')):
                 lines.add(line)

@@ -81,7 +81,8 @@ def _ancestors(name):
 
 def imports_of(name):
     """The package's modules that ``name`` imports, at module level or inside a function
-    (with the packages Python runs on the way)."""
+    (with the packages Python runs on the way, but for the packages ``name`` itself sits in:
+    Python ran those before it)."""
     path = SOURCES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
@@ -99,7 +100,7 @@ def imports_of(name):
             continue
         for target in targets:
             if target in SOURCES:
-                found |= {target, *_ancestors(target)}
+                found |= {target, *(set(_ancestors(target)) - set(_ancestors(name)))}
     return found - {name}
 
 
@@ -192,8 +193,9 @@ def test_the_fork_server_never_preloads_grading_code():
 
 
 def test_packages_init_modules_import_nothing():
+    """Except a grading package's, which imports its checks to hold ``CHECKS`` (see below)."""
     for name, path in SOURCES.items():
-        if path.name == "__init__.py":
+        if path.name == "__init__.py" and name not in GRADING_PACKAGES:
             tree = ast.parse(path.read_text())
             assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], (
                 name
@@ -242,6 +244,116 @@ def test_no_import_is_wrapped_in_suppress():
             if isinstance(node, ast.With) and any(map(_is_suppress, node.items)):
                 silenced += [f"{path.name}:{i.lineno}" for i in _imports_in(node.body)]
     assert silenced == []
+
+
+# ------------------------------------------------------------------ grading packages
+
+GRADING = PACKAGE / "grading"
+GRADING_PACKAGES = {
+    f"attncourse.grading.{path.parent.name}": path.parent
+    for path in sorted(GRADING.glob("*/__init__.py"))
+}
+SHAPE = ("__init__", "tolerances", "references")  # and one checks module per group of parts
+MAX_LINES = 300
+
+
+def _checks_modules(package):
+    """The checks modules of a grading package in course order: in the order of the first check
+    each contributes to ``CHECKS`` (the ``__init__`` imports them sorted by name)."""
+    tree = ast.parse((GRADING_PACKAGES[package] / "__init__.py").read_text())
+    home = {
+        alias.asname or alias.name: node.module
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names
+    }
+    (checks,) = [n for n in tree.body if isinstance(n, ast.Assign)]
+    order = [home[n.id] for n in ast.walk(checks.value) if isinstance(n, ast.Name) and n.id in home]
+    return list(dict.fromkeys(order))
+
+
+def test_every_assignment_has_a_grading_package_of_one_shape():
+    """``grading/`` holds one package per assignment, each with ``tolerances``,
+    ``references``, its checks modules and an ``__init__``, and nothing else."""
+    assert {p.name for p in GRADING.iterdir() if p.name != "__pycache__"} == {
+        "__init__.py",
+        *(path.name for path in GRADING_PACKAGES.values()),
+    }
+    assert sorted(p.name for p in GRADING_PACKAGES.values()) == sorted(assignments())
+    for package, path in GRADING_PACKAGES.items():
+        modules = {p.stem for p in path.glob("*.py")}
+        assert set(SHAPE) <= modules, (package, set(SHAPE) - modules)
+        checks = _checks_modules(package)
+        assert checks and set(checks) == modules - set(SHAPE), (package, checks, modules)
+        assert not [p for p in path.iterdir() if p.is_dir() and p.name != "__pycache__"], package
+
+
+def test_grading_modules_are_small():
+    sizes = {
+        p.relative_to(GRADING).as_posix(): len(p.read_text().splitlines())
+        for p in GRADING.rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+@pytest.mark.parametrize("package", sorted(GRADING_PACKAGES))
+def test_a_grading_package_init_holds_only_checks(package):
+    """A docstring, the imports of its own checks (and a wrapper from ``judge.checks`` or
+    ``functools``), and one assignment: ``CHECKS``, grade_id -> check."""
+    tree = ast.parse((GRADING_PACKAGES[package] / "__init__.py").read_text())
+    body = tree.body[1:] if ast.get_docstring(tree) else tree.body
+    imports = [n for n in body if isinstance(n, ast.Import | ast.ImportFrom)]
+    others = [n for n in body if n not in imports]
+    assert [ast.unparse(n.targets[0]) for n in others if isinstance(n, ast.Assign)] == ["CHECKS"]
+    assert len(others) == 1, [ast.unparse(n)[:60] for n in others]
+    assert all(
+        isinstance(n, ast.ImportFrom)
+        and (n.level == 1 or n.module in ("attncourse.judge.checks", "functools"))
+        for n in imports
+    ), [ast.unparse(n) for n in imports]
+
+
+@pytest.mark.parametrize("package", sorted(GRADING_PACKAGES))
+def test_inside_a_grading_package_imports_point_one_way(package):
+    """tolerances <- references <- the checks modules in course order <- __init__: a module
+    imports only those before it, and nothing of another assignment."""
+    order = [f"{package}.{m}" for m in ("tolerances", "references", *_checks_modules(package))]
+    order.append(package)
+    upward = [
+        f"{name} imports {other}"
+        for rank, name in enumerate(order)
+        for other in GRAPH[name]
+        if other.startswith("attncourse.grading.")
+        and other not in ("attncourse.grading", package)
+        and (other not in order or order.index(other) >= rank)
+    ]
+    assert upward == []
+
+
+@pytest.mark.parametrize("package", sorted(GRADING_PACKAGES))
+def test_every_threshold_says_where_it_comes_from(package):
+    """Each constant of ``tolerances.py`` sits in a commented block (its error bound and
+    the margins measured) or carries a comment on its line."""
+    lines = (GRADING_PACKAGES[package] / "tolerances.py").read_text().splitlines()
+    tree = ast.parse("\n".join(lines))
+
+    def block(number):  # the run of non-blank lines around line ``number`` (1-based)
+        start = end = number - 1
+        while start > 0 and lines[start - 1].strip():
+            start -= 1
+        while end + 1 < len(lines) and lines[end + 1].strip():
+            end += 1
+        return lines[start : end + 1]
+
+    constants = [n for n in tree.body if isinstance(n, ast.Assign)]
+    assert constants
+    bare = [
+        ast.unparse(n.targets[0])
+        for n in constants
+        if "#" not in lines[n.lineno - 1]
+        and not any(line.lstrip().startswith("#") for line in block(n.lineno))
+    ]
+    assert bare == []
 
 
 # ------------------------------------------------------------------ nbgrader_config.py

@@ -12,6 +12,7 @@ nothing a student precomputes matches it.
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import math
 import random
@@ -212,6 +213,46 @@ def call(func, args, what, cause=None, **options):
         fail(f"{what} raised {error.kind}: {error.message[:300]}", cause=cause)
 
 
+def named_mistakes(reference, variants, *args, **kwargs):
+    """The wrong outputs of a table of named mistakes: ``{name: reference(*args, variant=v)}``.
+
+    The one convention of every assignment's ``references.py``: a reference that can make a
+    mistake takes ``variant``, a frozen dataclass whose fields at their defaults are the task's,
+    and a table maps the description of each mistake to the variant that makes it. What
+    :func:`check_close` takes as ``mistakes`` is this dict (name -> the wrong output).
+    """
+    return {name: reference(*args, variant=v, **kwargs) for name, v in variants.items()}
+
+
+def single_threaded(check):
+    """Run ``check`` with torch on one thread in the judge's process, then restore the count.
+
+    The references are many tiny float64 operations; on a loaded 2-core machine torch's
+    second thread made them 600x slower (0.08 s vs 48 s for the MLA mistakes of one draw,
+    load average 16), and they gain nothing from it. Kernels are separate processes.
+    """
+
+    @functools.wraps(check)
+    def run(ns):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return check(ns)
+        finally:
+            torch.set_num_threads(threads)
+
+    return run
+
+
+def integer(value, what, noun="an integer"):
+    """An integer answer (a numpy integer arrives as an int; a float only if it is whole)."""
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    fail(f"{what}: expected {noun}", "an int", describe(value))
+
+
 def shape_mistake(shape, candidates):
     """Name of the candidate mistake whose shape equals ``shape``, or None."""
     for name, wrong in candidates.items():
@@ -288,3 +329,37 @@ def load_linear(
     if getattr(found, "bias", None) is not None:
         handle = found.attr("bias", ref=True)
         call(method(handle, "zero_", loading, expected), (), loading, no_grad=True, ref=True)
+
+
+def check_attributes(model, name, attrs, part, owner=""):
+    """The attribute check of a model class: ``model`` (a handle) is an ``nn.Module`` and holds
+    each constructor argument of ``attrs`` as that int; ``owner`` follows the attribute's name
+    in the message (" of MLAAttention(...)")."""
+    if not (isinstance(model, Remote) and model.is_a("module")):
+        fail(f"{part}: {name} must subclass nn.Module", "nn.Module", describe(model))
+    for key, value in attrs.items():
+        got = getattr(model, key, None)
+        if type(got) is not int or got != value:
+            fail(
+                f"{part}: attribute `{key}`{owner}",
+                value,
+                describe(got) if isinstance(got, Remote) else repr(got)[:80],
+                "store the constructor's arguments under the names given in the task",
+            )
+
+
+def linear_layer(model, name, part):
+    """``model.<name>`` (a handle to an ``nn.Linear``) and its weight as data, or a failure."""
+    layer = submodule(model, name)
+    if not (isinstance(layer, Remote) and layer.is_a("linear")):
+        fail(f"{part}: `{name}` must be an nn.Linear", "nn.Linear", describe(layer))
+    weight = layer_weight(layer)
+    if weight is None:
+        fail(f"{part}: `{name}.weight` must be a plain tensor", "a Parameter", "none")
+    return layer, weight
+
+
+def check_no_bias(layer, name, part):
+    """Fail when the layer ``name`` has a bias (the task's projections have none)."""
+    if getattr(layer, "bias", None) is not None:
+        fail(f"{part}: `{name}` has a bias", "bias=False", "a bias vector", "bias present")

@@ -14,9 +14,9 @@ Autograde, sanitize stage (before any cell runs):
 Autograde, run stage:
 
 * :mod:`~attncourse.preprocessors.resilientexecute` — student cells in the sandboxed
-  kernel, each test cell's verdict from the judge; a crash costs its cell. Its kernels'
-  private directories are :mod:`~attncourse.preprocessors.workspace`, the kernel started
-  ahead for the next notebook :mod:`~attncourse.preprocessors.sparekernel`;
+  kernel, each test cell's verdict from the judge; a crash costs its cell (its kernels'
+  private directories and the kernel started ahead are the sandbox's
+  :mod:`~attncourse.sandbox.workspace` and :mod:`~attncourse.sandbox.sparekernel`);
 * :mod:`~attncourse.preprocessors.inertoutputs` — student output kept as text and raster
   images only (also for feedback and formgrader's pages);
 * :mod:`~attncourse.preprocessors.stderrasdisplay` — a warning on stderr no longer fails a test;

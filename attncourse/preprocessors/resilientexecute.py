@@ -30,9 +30,9 @@ from attncourse.constants import METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.judge.channel import KernelChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
-from attncourse.preprocessors import sparekernel
-from attncourse.preprocessors.workspace import Workspace
+from attncourse.sandbox import sparekernel
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
+from attncourse.sandbox.workspace import Workspace
 
 
 def _error(ename, evalue):

@@ -17,6 +17,9 @@ The grader side:
 * :mod:`~attncourse.sandbox.kernelmanager` — :class:`SandboxKernelManager`, the
   jupyter_client kernel manager that starts kernels through the launcher;
 * :mod:`~attncourse.sandbox.forkstart` — starts this grader's fork server;
+* :mod:`~attncourse.sandbox.workspace` — a kernel's private directories, outside the course;
+* :mod:`~attncourse.sandbox.sparekernel` — the kernel started ahead for this process's next
+  notebook (``ResilientExecute.prewarm``);
 * :mod:`~attncourse.sandbox.proctree` — what a kernel left running, from ``/proc``.
 """
 

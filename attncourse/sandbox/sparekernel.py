@@ -12,7 +12,7 @@ import signal
 from jupyter_client.manager import KernelManager
 from jupyter_core.utils import run_sync
 
-from attncourse.preprocessors.workspace import Workspace
+from attncourse.sandbox.workspace import Workspace
 
 _spare = None  # (key, workspace, started kernel manager) for the next notebook of this process
 

@@ -1,0 +1,264 @@
+"""Parts 5-8 of ``attention_variants``: MyMHA, the rank of stacked copies, MyGQA and MHA as a GQA.
+
+The student's model is built in the kernel, moved to float64 on the grading device, loaded
+with the test's weights and compared with the per-head float64 reference.
+"""
+
+import torch
+
+from attncourse.judge import rules
+from attncourse.judge.checks import (
+    answer,
+    call,
+    check_attributes,
+    check_close,
+    check_no_bias,
+    describe,
+    fail,
+    generator,
+    integer,
+    linear_layer,
+    load_linear,
+    randn,
+    rng_for,
+    tensor,
+    to_grading,
+)
+from attncourse.judge.remote import Remote
+
+from .references import (
+    attention_mistakes,
+    draw_dims,
+    draw_gqa_heads,
+    draw_weights,
+    reference_attention,
+)
+from .shapes import check_shape_named
+from .tolerances import VALUES_TOL
+
+
+def forward(ns, model, x, y, what):
+    """``model(x, y)`` in the kernel without autograd, x and y sent to the grading device."""
+    return call(model, (ns.on_device(x), ns.on_device(y)), what, no_grad=True)
+
+
+def set_linear(model, name, weight, part):
+    """Load ``weight`` into the student's ``model.<name>`` in the kernel (bias zeroed if any)."""
+
+    def shape_cause(current):
+        rows, cols = current
+        copies = name in ("W_K", "W_V") and cols == weight.shape[1] and rows % weight.shape[0] == 0
+        if copies and rows > weight.shape[0]:
+            return f"{rows // weight.shape[0]} copies of the {name[-1]} projection; store only its G heads"
+        return "see the attribute test of this part"
+
+    load_linear(model, name, weight, part, shape_cause=shape_cause)
+
+
+def linear_shapes(spec):
+    """Expected (out, in) shapes of the four projections of MyMHA/MyGQA."""
+    D_1, D_2, D_qk, D_v, H, G = (spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H", "G"))
+    return {
+        "W_Q": (H * D_qk, D_1),
+        "W_K": (G * D_qk, D_2),
+        "W_V": (G * D_v, D_2),
+        "W_O": (D_1, H * D_v),
+    }
+
+
+def check_values(ns, name, spec, part, ctor_args, test_id, trials=2):
+    """Outputs of the student's model with the test's weights vs the float64 reference."""
+    cls = answer(ns, name, part)
+    H, G = spec["H"], spec["G"]
+    for trial in range(trials):
+        built = call(cls, ctor_args, f"{name}{ctor_args}")
+        model = to_grading(ns, built, f"{part}: {name}{ctor_args}")
+        gen = generator(f"{test_id}/{trial}")
+        weights = {n: draw_weights(gen, *s) for n, s in linear_shapes(spec).items()}
+        for layer, weight in weights.items():
+            set_linear(model, layer, weight, part)
+        B, L_1, L_2 = draw_dims(f"{test_id}/BL{trial}", ["B", "L_1", "L_2"], low=16).values()
+        x = randn(gen, B, L_1, spec["D_1"])
+        y = randn(gen, B, L_2, spec["D_2"])
+        got = forward(ns, model, x, y, f"{name}.forward(x, y)")
+        args = (x, y, *weights.values())
+        ref = reference_attention(*args, H, G)
+        check_close(
+            f"{part}: {name}.forward(x, y) with the test's weights",
+            got,
+            ref,
+            VALUES_TOL,
+            attention_mistakes(args, H, G),
+            shape_cause="the output must be (B, L_1, D_1)",
+        )
+
+
+# ---------------------------------------------------------------------------- Part 5
+
+
+def _mha_spec(test_id):
+    """Secret MyMHA dimensions (G = H)."""
+    spec = draw_dims(test_id, ["D_1", "D_2", "D_qk", "D_v", "H"], low=2)
+    spec["G"] = spec["H"]
+    return spec
+
+
+def mha_args(spec):
+    """MyMHA's constructor arguments for ``spec``."""
+    return tuple(spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H"))
+
+
+def check_mha_attributes(ns):
+    """Part 5: MyMHA's attributes, bias-free nn.Linear layers of the right shapes, output shape."""
+    spec = _mha_spec("p5_mha_attributes")
+    attrs = {k: spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H")}
+    _check_model_attributes(ns, "MyMHA", attrs, spec, "Part 5", mha_args(spec))
+
+
+def _check_model_attributes(ns, name, attrs, spec, part, ctor_args):
+    """Attribute values (``attrs``), bias-free layer shapes and the output shape of a model."""
+    cls = answer(ns, name, part)
+    model = call(cls, ctor_args, f"{name}{ctor_args}")
+    check_attributes(model, name, attrs, part)
+    H, G = spec["H"], spec["G"]
+    for layer_name, shape in linear_shapes(spec).items():
+        layer, weight = linear_layer(model, layer_name, part)
+        rows, cols = shape
+        mistakes = {}
+        if layer_name in ("W_K", "W_V") and G != H:
+            copies = (
+                f"H/G = {H // G} copies of the {layer_name[-1]} projection; store only its G heads"
+            )
+            mistakes[copies] = (rows // G * H, cols)
+        check_shape_named(f"{part}: {layer_name}.weight", tuple(weight.shape), shape, mistakes)
+        check_no_bias(layer, layer_name, part)
+    B, L_1, L_2 = draw_dims(f"{part}/BL", ["B", "L_1", "L_2"], low=16).values()
+    model = to_grading(ns, model, f"{part}: {name}{ctor_args}")
+    gen = generator(f"{part}/shape")
+    x = randn(gen, B, L_1, spec["D_1"])
+    y = randn(gen, B, L_2, spec["D_2"])
+    out = tensor(forward(ns, model, x, y, f"{name}.forward(x, y)"), "forward")
+    check_shape_named(f"{part}: output of forward(x, y)", tuple(out.shape), (B, L_1, spec["D_1"]))
+
+
+def check_mha_values(ns):
+    """Part 5: MyMHA.forward matches a float64 per-head reference, built by hand."""
+    answer(ns, "MyMHA", "Part 5")
+    rules.assert_no_fused_attention("MyMHA", ns, "Part 5")
+    spec = _mha_spec("p5_mha_values")
+    check_values(ns, "MyMHA", spec, "Part 5", mha_args(spec), "p5_mha_values")
+
+
+def _runs(ns, name, ctor_args, D_1, D_2, part):
+    """The rule points are for a model that was built: its forward must run."""
+    model = call(answer(ns, name, part), ctor_args, f"{part}: {name}{ctor_args}")
+    gen = generator(f"{part}/runs")
+    call(
+        model,
+        (torch.randn(2, 3, D_1, generator=gen), torch.randn(2, 5, D_2, generator=gen)),
+        f"{part}: {name}.forward (the rule is checked on a working answer)",
+        no_grad=True,
+    )
+
+
+def check_mha_no_loops(ns):
+    """Part 5: no for/while loop or comprehension in MyMHA or the helpers it calls."""
+    _runs(ns, "MyMHA", (3, 5, 2, 4, 2), 3, 5, "Part 5")
+    rules.assert_no_loops("MyMHA", ns, "Part 5")
+
+
+# ---------------------------------------------------------------------------- Part 6
+
+
+def check_tilde_rank(ns):
+    """Part 6: rank of H/G stacked copies of W^{M,GQA} equals rank(W^{M,GQA})."""
+    func = answer(ns, "tilde_rank", "Part 6")
+    rng = rng_for("p6_tilde_rank")
+    for _ in range(4):
+        G = rng.randint(2, 6)
+        H = G * rng.randint(2, 5)
+        rank = rng.randint(1, 12)
+        got = integer(call(func, (rank, H, G), f"tilde_rank({rank}, {H}, {G})"), "tilde_rank")
+        if got != rank:
+            cause = {
+                rank * H // G: "copies of rows add no new independent rows: the rank does not grow",
+                rank * G: "copies of rows add no new independent rows: the rank does not grow",
+                rank * H: "copies of rows add no new independent rows: the rank does not grow",
+            }.get(got)
+            fail(f"tilde_rank({rank}, H={H}, G={G})", rank, got, cause)
+
+
+# ---------------------------------------------------------------------------- Part 7
+
+
+def _gqa_spec(test_id):
+    """Secret MyGQA dimensions, 1 < G < H."""
+    spec = draw_dims(test_id, ["D_1", "D_2", "D_qk", "D_v"], low=2)
+    spec["H"], spec["G"] = draw_gqa_heads(test_id, set(spec.values()))
+    return spec
+
+
+def _gqa_args(spec):
+    """MyGQA's constructor arguments for ``spec``."""
+    return tuple(spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H", "G"))
+
+
+def check_gqa_attributes(ns):
+    """Part 7: MyGQA's attributes; W_K, W_V hold G heads (no copies); output shape."""
+    spec = _gqa_spec("p7_gqa_attributes")
+    _check_model_attributes(ns, "MyGQA", dict(spec), spec, "Part 7", _gqa_args(spec))
+
+
+def check_gqa_values(ns):
+    """Part 7: MyGQA.forward with interleaved groups (h = g mod G) matches the reference."""
+    answer(ns, "MyGQA", "Part 7")
+    rules.assert_no_fused_attention("MyGQA", ns, "Part 7")
+    for test_id in ("p7_gqa_values/a", "p7_gqa_values/b"):
+        spec = _gqa_spec(test_id)
+        check_values(ns, "MyGQA", spec, "Part 7", _gqa_args(spec), test_id, trials=1)
+
+
+def check_gqa_no_loops(ns):
+    """Part 7: no for/while loop or comprehension in MyGQA or the helpers it calls."""
+    _runs(ns, "MyGQA", (3, 5, 2, 4, 4, 2), 3, 5, "Part 7")
+    rules.assert_no_loops("MyGQA", ns, "Part 7")
+
+
+# ---------------------------------------------------------------------------- Part 8
+
+
+def is_instance(obj, cls):
+    """The kernel's isinstance(obj, cls), for a class ``cls`` the notebook defines."""
+    return (
+        isinstance(obj, Remote) and isinstance(cls, Remote) and cls.is_a("type") and obj.is_a(cls)
+    )
+
+
+def check_mha_as_gqa(ns):
+    """Part 8: mha_as_gqa(...) returns a MyGQA that computes MHA (G = H)."""
+    func = answer(ns, "mha_as_gqa", "Part 8")
+    cls = answer(ns, "MyGQA", "Part 8")
+    spec = _mha_spec("p8_mha_as_gqa")
+    model = call(func, mha_args(spec), f"mha_as_gqa{mha_args(spec)}")
+    if not is_instance(model, cls):
+        fail("Part 8: mha_as_gqa must return a MyGQA", "a MyGQA instance", describe(model))
+    G = getattr(model, "G", None)
+    if type(G) is not int or G != spec["H"]:
+        cause = "G = 1 is multi-query attention (one shared key/value head)" if G == 1 else None
+        fail("Part 8: the GQA that equals MHA has G = H", spec["H"], repr(G)[:40], cause)
+    model = to_grading(ns, model, "Part 8: the MyGQA of mha_as_gqa")
+    gen = generator("p8_mha_as_gqa")
+    weights = {n: draw_weights(gen, *s) for n, s in linear_shapes(spec).items()}
+    for name, weight in weights.items():
+        set_linear(model, name, weight, "Part 8")
+    x = randn(gen, 3, 7, spec["D_1"])
+    y = randn(gen, 3, 11, spec["D_2"])
+    got = forward(ns, model, x, y, "MyGQA.forward(x, y)")
+    ref = reference_attention(x, y, *weights.values(), spec["H"], spec["H"])
+    check_close(
+        "Part 8: the GQA with G = H against MHA",
+        got,
+        ref,
+        VALUES_TOL,
+        attention_mistakes((x, y, *weights.values()), spec["H"], spec["H"]),
+    )

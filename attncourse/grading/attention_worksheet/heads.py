@@ -1,0 +1,105 @@
+"""Q4 and Q5 of ``attention_worksheet``: heads as block matrices, numerically and by hand."""
+
+import torch
+
+from attncourse.judge.checks import answer, call, check_close, fail
+
+from .references import (
+    MH_H0,
+    MH_H1,
+    MH_K,
+    MH_Q,
+    MH_V,
+    MH_WO,
+    matrix64,
+    q4_instance,
+    q4_mistakes,
+    q4_reference,
+)
+from .tolerances import EXACT_TOL
+from .toy import as_matrix
+
+
+def check_q4_split(ns, which):
+    """``which``(X, W, n_heads) returns (n_heads, n, d_h), head h = X W[:, h d_h:(h+1) d_h]."""
+    fn = answer(ns, which, "Q4(c)")
+    n, H, d_h, X, W = q4_instance(which)
+    got = call(fn, (X, W, H), f"{which}(X, W, {H})")
+    if type(got) in (tuple, list) and got and all(type(g) is torch.Tensor for g in got):
+        fail(
+            f"Q4(c): {which}(X, W, n_heads={H}) must return one tensor",
+            f"a tensor of shape (n_heads, n, d_h) = ({H}, {n}, {d_h})",
+            f"a {type(got).__name__} of {len(got)} tensors",
+            "the heads were not stacked: torch.stack(heads) puts the head axis first",
+        )
+    reference = q4_reference(X, W, d_h)
+    check_close(
+        f"Q4(c): {which}(X, W, n_heads={H}) with n={n}, d_h={d_h}",
+        got,
+        reference,
+        EXACT_TOL,
+        mistakes=q4_mistakes(X, W, H, d_h, reference),
+        shape_cause="expected (n_heads, n, d_h): move the head axis first",
+    )
+
+
+def check_q5_head_splits(ns):
+    """The per-head blocks Q_0 .. V_1 are the first and last two columns of Q, K, V."""
+    answers = {m: tuple(answer(ns, f"{m}_{h}", "Q5(a)") for h in (0, 1)) for m in "QKV"}
+    for name, full in (("Q", MH_Q), ("K", MH_K), ("V", MH_V)):
+        M = matrix64(full)
+        for h in range(2):
+            other = M[:, 2 * (1 - h) : 2 * (2 - h)]
+            mistakes = {
+                f"heads swapped: {name}_{h} is the other head's block": other,
+                "interleaved columns (every other column) instead of a contiguous block": M[
+                    :, h::2
+                ],
+                "split along the rows (positions) instead of the feature columns": M.reshape(
+                    2, 2, 2
+                )[h].T,
+                "transposed block": M[:, 2 * h : 2 * h + 2].T,
+            }
+            what = f"Q5(a): {name}_{h}"
+            check_close(
+                what,
+                as_matrix(answers[name][h], what),
+                M[:, 2 * h : 2 * h + 2],
+                EXACT_TOL,
+                mistakes=mistakes,
+                shape_cause="each head's block is (n, d_h) = (2, 2)",
+            )
+
+
+def check_q5_concat_output(ns):
+    """H_concat = [H_0 | H_1] along the features, Y_mha = H W^(o)."""
+    H_concat, Y_mha = answer(ns, "H_concat", "Q5(b)"), answer(ns, "Y_mha", "Q5(b)")
+    H0, H1, Wo = matrix64(MH_H0), matrix64(MH_H1), matrix64(MH_WO)
+    H = torch.cat([H0, H1], dim=1)
+    check_close(
+        "Q5(b): H = Concat[H_0, H_1]",
+        as_matrix(H_concat, "Q5(b): H_concat"),
+        H,
+        EXACT_TOL,
+        mistakes={
+            "concatenated in the order [H_1 | H_0]": torch.cat([H1, H0], dim=1),
+            "interleaved the heads' columns": torch.stack([H0, H1], dim=2).reshape(2, 4),
+        },
+        shape_cause="concatenate along the feature axis: (n, n_heads d_h) = (2, 4)",
+    )
+    check_close(
+        "Q5(b): Y = H W^(o)",
+        as_matrix(Y_mha, "Q5(b): Y_mha"),
+        torch.matmul(H, Wo),
+        EXACT_TOL,
+        mistakes={
+            "each head projected by its own diagonal block of W^(o)": torch.cat(
+                [torch.matmul(H0, Wo[:2, :2]), torch.matmul(H1, Wo[2:, 2:])], dim=1
+            ),
+            "heads concatenated in the wrong order before W^(o)": torch.matmul(
+                torch.cat([H1, H0], dim=1), Wo
+            ),
+            "forgot the output projection": H,
+        },
+        shape_cause="Y = H W^(o) has shape (2, 4)",
+    )
