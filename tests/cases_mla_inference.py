@@ -303,6 +303,16 @@ def rotated(W, position):
 MERGED_ROWS = [
     (
         "merged",
+        "float32_product",  # float64 angles (rope), the product in float32: correct
+        merged(
+            "rotated_Q = rope(W_Q_h.T, torch.tensor(t)).float()  # (D, d_h)\n"
+            "rotated_UK = rope(W_UK_h.T, torch.tensor(s)).float()  # (r, d_h)\n"
+            "return (rotated_Q @ rotated_UK.T).double()"
+        ),
+        (),
+    ),
+    (
+        "merged",
         "relative_rotation",
         merged(f"return W_Q_h.T @ {rotated('W_UK_h', 's - t')}"),
         (),

@@ -12,9 +12,12 @@ named mistake).
 # integer positions exact, so only its cos/sin round); the closest structural mistake
 # ("positions plus one") is at 0.30.
 ROPE_TOL = 1e-9
-# merged_score_matrix: worst correct 2.6e-15 (4e5x below); closest mistake ("no rotation")
-# 0.18 (1.8e8x above).
-MERGED_TOL = 1e-9
+# merged_score_matrix: the rotations come from rope (float64 angles); the products may be
+# float32. Bound: W_Q_h, W_UK_h and the rotated matrices rounded to float32 (2u) and a product
+# summed over d_h <= 10 terms ((d_h + 1) u) with kappa = sqrt(d_h) <= 3.2 for the test's randn
+# matrices: (2 + 11) * 3.2 * 6.0e-8 = 2.5e-6. Measured (100 secrets): worst correct 1.3e-7
+# (float32_product; float64 answers 2.6e-15); closest mistake "no rotation" 0.18 (6e4x above).
+MERGED_TOL = 3e-6
 # MLA forward, latent_query, the decode cache and decoding. The text asks for float64 only in
 # RoPE's angles: float32 constants (a scale torch.sqrt(torch.tensor(d_h + d_R))), a float32
 # softmax (softmax(..., dtype=torch.float32), DeepSeek's own idiom) and float32 matmuls are
