@@ -723,6 +723,15 @@ DECODE_ROWS = [
     # latent_query
     (
         "decode",
+        "latent_query_absorbed_in_float32",  # float32 products: the text asks for no precision
+        lq(
+            LQ_EINSUM,
+            '    q_lat = torch.einsum("bhd,hdr->bhr", q_c.float(), W_UK.float()).to(x_t.dtype)  # (B, H, r)\n',
+        ),
+        (),
+    ),
+    (
+        "decode",
         "latent_query_bmm",
         lq(
             LQ_EINSUM,
