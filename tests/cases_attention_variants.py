@@ -915,6 +915,20 @@ correct(
     ),
 )
 correct(
+    "p7_float32_softmax_and_scale",  # the text demands no precision: float32 is correct
+    p7_gqa=gqa_with(
+        "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)",
+        "a = torch.softmax(q @ k.transpose(-2, -1) / torch.sqrt(torch.tensor(self.D_qk)), dim=-1, dtype=torch.float32).type_as(v)",
+    ),
+)
+correct(
+    "p7_einsum_in_float32",
+    p7_gqa=gqa_with(
+        "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)",
+        'a = torch.softmax(torch.einsum("bhid,bhjd->bhij", q.float(), k.float()) / self.D_qk ** 0.5, dim=-1).to(v.dtype)',
+    ),
+)
+correct(
     "p7_tiled_weights_at_forward",
     p7_gqa=gqa(
         """

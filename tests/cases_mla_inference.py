@@ -57,6 +57,8 @@ FIXED_INPUTS = {"p1_rope_rules"}
 MESSAGES = {
     "rope:rotate_half_pairing": ("p1_rope", "rotate-half pairing"),
     "rope:angles_in_float32": ("p1_rope", "angles computed in float32"),
+    "rope:angles_in_x_dtype": ("p1_rope", "angles computed in float32"),
+    "rope:returns_float64_for_float32": ("p1_rope", "return x's dtype"),
     "rope:loop_over_pairs": ("p1_rope_rules", "a for loop"),
     "merged:positions_swapped": ("p1_merged_score_matrix", "positions swapped"),
     "mla:no_causal_mask": ("p2_mla_forward", "no causal mask"),
@@ -174,13 +176,41 @@ ROPE_ROWS = [
     ),
     (
         "rope",
-        "angles_in_x_dtype",  # the task asks for float64; with float64 x it is the same
+        "angles_in_x_dtype",  # the task asks for float64: the float32 trial shows it
         rope(
             "d = x.shape[-1]\n"
             "theta = base ** (-2 * torch.arange(d // 2, dtype=x.dtype, device=x.device) / d)\n"
             "angle = positions.to(x.dtype).unsqueeze(-1) * theta\n"
             "a, b = x[..., ::2], x[..., 1::2]\n"
             "return torch.stack((a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()), -1).reshape(x.shape)"
+        ),
+        ["p1_rope"],
+    ),
+    (
+        "rope",
+        "returns_float64_for_float32",  # costs Part 1(a) only: Parts 2 and 3 run in float64
+        rope(
+            "d = x.shape[-1]\n"
+            "i = torch.arange(d // 2, dtype=torch.float64, device=x.device)\n"
+            "angle = positions.to(torch.float64)[..., None] * base ** (-2 * i / d)\n"
+            "a, b = x[..., 0::2], x[..., 1::2]\n"
+            "return torch.stack([a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()], dim=-1).flatten(-2)"
+        ),
+        ["p1_rope"],
+    ),
+    (
+        "rope",
+        "outer_angles",
+        rope(
+            "d = x.shape[-1]\n"
+            "inv_freq = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)\n"
+            "angle = torch.outer(positions.reshape(-1).double(), inv_freq)  # (P, d/2)\n"
+            "angle = angle.reshape(*positions.shape, d // 2)  # (..., d/2)\n"
+            "cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)\n"
+            "out = x.clone()\n"
+            "out[..., ::2] = x[..., ::2] * cos - x[..., 1::2] * sin\n"
+            "out[..., 1::2] = x[..., ::2] * sin + x[..., 1::2] * cos\n"
+            "return out"
         ),
         (),
     ),
@@ -273,6 +303,16 @@ def rotated(W, position):
 MERGED_ROWS = [
     (
         "merged",
+        "float32_product",  # float64 angles (rope), the product in float32: correct
+        merged(
+            "rotated_Q = rope(W_Q_h.T, torch.tensor(t)).float()  # (D, d_h)\n"
+            "rotated_UK = rope(W_UK_h.T, torch.tensor(s)).float()  # (r, d_h)\n"
+            "return (rotated_Q @ rotated_UK.T).double()"
+        ),
+        (),
+    ),
+    (
+        "merged",
         "relative_rotation",
         merged(f"return W_Q_h.T @ {rotated('W_UK_h', 's - t')}"),
         (),
@@ -360,6 +400,52 @@ MASK = (
 LOAD_FAILS = ["p2_mla_attributes", "p2_mla_forward", *PART3]
 
 MLA_ROWS = [
+    (
+        "mla",
+        "softmax_in_float32",  # DeepSeek's reference code: softmax in float32, cast back
+        sub(
+            "p2_mla_answer",
+            'alpha = scores.masked_fill(future, float("-inf")).softmax(dim=-1)',
+            'alpha = scores.masked_fill(future, float("-inf")).softmax(dim=-1, dtype=torch.float32).type_as(x)',
+        ),
+        (),
+    ),
+    (
+        "mla",
+        "float32_matmuls",  # scores and weighted sums in float32, cast back
+        sub(
+            "p2_mla_answer",
+            "content = q_c @ k_c.transpose(-2, -1)",
+            "content = (q_c.float() @ k_c.float().transpose(-2, -1)).to(x.dtype)",
+            "rotary = q_r @ k_r.transpose(-2, -1)[:, None]",
+            "rotary = (q_r.float() @ k_r.float().transpose(-2, -1)[:, None]).to(x.dtype)",
+            "o = (alpha @ v).transpose(1, 2)",
+            "o = (alpha.float() @ v.float()).to(x.dtype).transpose(1, 2)",
+        ),
+        (),
+    ),
+    (
+        "mla",
+        "scale_a_float32_tensor",
+        sub(
+            "p2_mla_answer",
+            "scores = (content + rotary) / (d_h + d_R) ** 0.5",
+            "scores = (content + rotary) / torch.sqrt(torch.tensor(d_h + d_R))",
+        ),
+        (),
+    ),
+    (
+        "mla",
+        "float32_scale_and_softmax_multiplied_first",
+        sub(
+            "p2_mla_answer",
+            "scores = (content + rotary) / (d_h + d_R) ** 0.5",
+            "scores = torch.rsqrt(torch.tensor(float(d_h + d_R))) * content + torch.rsqrt(torch.tensor(float(d_h + d_R))) * rotary",
+            'alpha = scores.masked_fill(future, float("-inf")).softmax(dim=-1)',
+            'alpha = torch.softmax(scores.masked_fill(future, float("-inf")).float(), dim=-1).to(x.dtype)',
+        ),
+        (),
+    ),
     (
         "mla",
         "einsum_over_heads",
@@ -608,7 +694,42 @@ DEC_CACHE = (
 QUERY_VALUES = ["p3_latent_query", "p3_decode_forward"]
 
 DECODE_ROWS = [
+    (
+        "decode",
+        "decode_softmax_and_scale_in_float32",
+        dec(
+            "    alpha = (scores / (model.d_h + model.d_R) ** 0.5).softmax(dim=-1)  # (B, H, t+1)\n",
+            "    scale = torch.sqrt(torch.tensor(model.d_h + model.d_R))  # float32 constant\n"
+            "    alpha = torch.softmax(scores / scale, dim=-1, dtype=torch.float32).type_as(scores)\n",
+        ),
+        (),
+    ),
+    (
+        "decode",
+        "decode_preallocated_cache_written_in_place",
+        dec(
+            DEC_CACHE,
+            "    if cache is not None:\n"
+            '        grown = cache["c"].new_empty(B, t + 1, r)  # (B, t+1, r)\n'
+            '        grown[:, :t] = cache["c"]\n'
+            "        grown[:, t:] = c\n"
+            '        rot = cache["k_rope"].new_empty(B, t + 1, k_rope.shape[-1])  # (B, t+1, d_R)\n'
+            '        rot[:, :t] = cache["k_rope"]\n'
+            "        rot[:, t:] = k_rope\n"
+            "        c, k_rope = grown, rot\n",
+        ),
+        (),
+    ),
     # latent_query
+    (
+        "decode",
+        "latent_query_absorbed_in_float32",  # float32 products: the text asks for no precision
+        lq(
+            LQ_EINSUM,
+            '    q_lat = torch.einsum("bhd,hdr->bhr", q_c.float(), W_UK.float()).to(x_t.dtype)  # (B, H, r)\n',
+        ),
+        (),
+    ),
     (
         "decode",
         "latent_query_bmm",

@@ -188,6 +188,11 @@ class Table:
         answers, tests = self.in_process(case, tests)
         return run_in_process(self.assignment, answers, tests, secret)
 
+    def judge_secrets(self, case, secrets, tests=None):
+        """{test: [None or the failure message, one per secret]}: the notebook runs once."""
+        answers, tests = self.in_process(case, tests)
+        return run_under_secrets(self.assignment, answers, tests, secrets)
+
 
 @functools.cache
 def load(assignment):
@@ -225,11 +230,18 @@ def run_in_process(assignment, answers, tests, secret=None, inserted=""):
     request/reply encoding a kernel uses (:class:`~attncourse.judge.channel.LocalChannel`).
     The slow tests grade the same cases through nbgrader and sandboxed kernels.
     """
+    secret = secret or verdict.new_secret()
+    verdicts = run_under_secrets(assignment, answers, tests, [secret], inserted)
+    return {test: results[0] for test, results in verdicts.items()}
+
+
+def run_under_secrets(assignment, answers, tests, secrets, inserted=""):
+    """:func:`run_in_process` with every check of ``tests`` run once per secret, at its place
+    in the notebook: {test: [None or the failure, one per secret]}."""
     nb = solution_submission(ROOT, assignment, answers)
     if inserted:  # a cell of the student's own, right after the course's first cell
         nb.cells.insert(1, nbformat.v4.new_code_cell(inserted))
     registry = verdict.checks_of(assignment)
-    secret = secret or verdict.new_secret()
     ns = {"__name__": "__main__"}
     student = StudentNamespace(Session(LocalChannel(ns)), code_cells(nb))
     place = {id(cell): index for index, cell in enumerate(nb.cells)}
@@ -237,9 +249,10 @@ def run_in_process(assignment, answers, tests, secret=None, inserted=""):
     with contextlib.redirect_stdout(io.StringIO()):
         for gid, cell in _code_cells(nb, load(assignment), tests):
             if gid in tests:
-                results[gid] = verdict.run_check(
-                    registry[gid], student, secret, test_index=place[id(cell)]
-                )
+                results[gid] = [
+                    verdict.run_check(registry[gid], student, s, test_index=place[id(cell)])
+                    for s in secrets
+                ]
             else:
                 with contextlib.suppress(Exception):
                     run_cell(cell.source, ns)

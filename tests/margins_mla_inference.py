@@ -1,7 +1,7 @@
 """Measure the margins behind the thresholds of ``attncourse.grading.mla_inference``.
 
 Run ``.venv/bin/python tests/margins_mla_inference.py [--secrets 50] [--groups mla decode]
-[--every-test]``. Every case of ``cases_mla_inference`` is judged on its own group's tests
+[--every-test] [--correct-only]``. Every case of ``cases_mla_inference`` is judged on its own group's tests
 under many per-run secrets (``margins-0``, ``margins-1``, ...), in this process through the
 same request/reply encoding a kernel uses. Every value comparison (``close``) is recorded as
 the ratio relative error / threshold (above 1 fails). Per threshold it prints the worst
@@ -37,22 +37,33 @@ from attncourse.judge.channel import LocalChannel  # noqa: E402
 from attncourse.judge.remote import Session, StudentNamespace  # noqa: E402
 
 ALL_TESTS = [test for _, tests in GROUPS.values() for test in tests]
-# The threshold each test's value comparisons use (the rule and count tests have none).
-THRESHOLD = {"p1_rope": "ROPE_TOL", "p1_merged_score_matrix": "MERGED_TOL"}
-THRESHOLD |= {test: "VALUES_TOL" for test in GROUPS["mla"][1] + GROUPS["decode"][1]}
-RECORDS = []  # (carried, ratio) of every comparison of the check being judged
-STATE = {"carried": False}  # is the comparison running on the student's rope, carried forward?
+# Each comparison is filed under the threshold it used: Part 1(b)'s is MERGED_TOL, the others
+# are told apart by value (Part 1(a) uses ROPE_TOL on float64 inputs and ROPE_FLOAT32_TOL on
+# its float32 trial).
+NAMES = ("ROPE_TOL", "ROPE_FLOAT32_TOL", "MERGED_TOL", "VALUES_TOL")
+THRESHOLD = {
+    getattr(tolerances, name): name for name in ("ROPE_TOL", "ROPE_FLOAT32_TOL", "VALUES_TOL")
+}
+RECORDS = []  # (carried, ratio, threshold name) of every comparison of the check being judged
+STATE = {
+    "carried": False,
+    "test": None,
+}  # is the comparison running on the student's rope, carried forward?
 
 
 def _install_recorder():
 
-    def recording(what, got, ref, tol, mistakes=None, shape_cause=None):
+    def recording(what, got, ref, tol, mistakes=None, shape_cause=None, **kwargs):
         with contextlib.suppress(Exception):
             got_t, ref_t = checks.tensor(got, what), checks.tensor(ref, "reference")
             if tuple(got_t.shape) == tuple(ref_t.shape):
                 err = checks.rel_error(got_t, ref_t)
-                RECORDS.append((STATE["carried"], err / tol if math.isfinite(err) else math.inf))
-        return close(what, got, ref, tol, mistakes, shape_cause)
+                ratio = err / tol if math.isfinite(err) else math.inf
+                merged = STATE["test"] == "p1_merged_score_matrix"
+                RECORDS.append(
+                    (STATE["carried"], ratio, "MERGED_TOL" if merged else THRESHOLD[tol])
+                )
+        return close(what, got, ref, tol, mistakes, shape_cause, **kwargs)
 
     def tracked_with_rope(ns, attempt):
         STATE["carried"] = False
@@ -79,16 +90,17 @@ def measure_case(args):
     for test in ALL_TESTS if every_test else GROUPS[case.group][1]:
         should_fail = test in case.fails
         wrong, passed, failed = 0, {}, {}
+        STATE["test"] = test
         for secret in secrets:
             RECORDS.clear()
             with contextlib.redirect_stdout(io.StringIO()):
                 message = verdict.run_check(mi.CHECKS[test], student, secret)
             wrong += (message is None) == should_fail
-            for carried, ratio in RECORDS:
+            for carried, ratio, name in RECORDS:
                 if ratio <= 1:
-                    passed[carried] = max(passed.get(carried, 0.0), ratio)
+                    passed[name, carried] = max(passed.get((name, carried), 0.0), ratio)
                 elif should_fail:
-                    failed[carried] = min(failed.get(carried, math.inf), ratio)
+                    failed[name, carried] = min(failed.get((name, carried), math.inf), ratio)
         rows.append((test, should_fail, wrong, passed, failed))
     return case.id, rows
 
@@ -105,12 +117,13 @@ def main():
     parser.add_argument("--groups", nargs="*", default=None)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--every-test", action="store_true", help="judge every case on every test")
+    parser.add_argument("--correct-only", action="store_true", help="only the correct cases")
     opts = parser.parse_args()
     secrets = [f"margins-{k}" for k in range(opts.secrets)]
     todo = [
         (k, secrets, opts.every_test)
         for k, case in enumerate(CASES)
-        if not opts.groups or case.group in opts.groups
+        if (not opts.groups or case.group in opts.groups) and not (opts.correct_only and case.fails)
     ]
     with multiprocessing.get_context("fork").Pool(opts.workers) as pool:
         results = pool.map(measure_case, todo, chunksize=1)
@@ -118,22 +131,21 @@ def main():
     wrong_verdicts, unmeasured = [], []
     for case_id, rows in results:
         for test, should_fail, wrong, passed, failed in rows:
-            name = THRESHOLD.get(test)
             if wrong:
                 wrong_verdicts.append((case_id, test, wrong))
             if not should_fail:
-                for carried, ratio in passed.items():
+                for (name, carried), ratio in passed.items():
                     _better(worst, (name, carried), (ratio, case_id, test), smaller=False)
             elif failed:
-                band = tolerances.PRECISION_BAND / getattr(tolerances, name)
-                for ratio in failed.values():
+                for (name, _), ratio in failed.items():
+                    band = tolerances.PRECISION_BAND / getattr(tolerances, name)
                     _better(closest, name, (ratio, case_id, test), smaller=True)
                     if ratio >= band:
                         _better(structural, name, (ratio, case_id, test), smaller=True)
             else:
                 unmeasured.append((case_id, test))
     print(f"{len(secrets)} secrets, {len(todo)} cases; ratio = relative error / threshold")
-    for name in ("ROPE_TOL", "MERGED_TOL", "VALUES_TOL"):
+    for name in NAMES:
         tol = getattr(tolerances, name)
         print(f"\n{name} = {tol:.0e}")
         for carried, label in ((False, "worst correct"), (True, "worst correct, carried rope")):

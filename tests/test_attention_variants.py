@@ -69,9 +69,10 @@ def test_visible_by_hand_checks_accept_every_correct_mha_and_gqa(case):
     )
 
 
-# Mistakes the visible checks must show before submission (issue 12): the grouping, the
-# scale, and the reduced model's missing sqrt(r/d), also in the experiment's relative_error.
+# Mistakes the visible checks must show before submission (issues 12 and 22): the grouping,
+# the scale, and the reduced model's missing sqrt(r/d), also in the experiment's relative_error.
 VISIBLE_CATCHES = {
+    "p3_missing_scale": ("p3_softmax_argument_values_test", "1/sqrt(D_qk) scale is missing"),
     "p5_missing_scale": (VISIBLE_P5, "divided by sqrt(D_qk)"),
     "p5_scale_D_v": (VISIBLE_P5, "divided by sqrt(D_qk)"),
     "p5_softmax_over_queries": (VISIBLE_P5, "softmax taken over the keys"),

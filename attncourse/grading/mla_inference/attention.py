@@ -7,8 +7,6 @@ test's weights; the rule checks skip the student's ``rope`` (graded in Part 1).
 import ast
 import math
 
-import torch
-
 from attncourse.judge import rules
 from attncourse.judge.checks import (
     GradingError,
@@ -185,11 +183,15 @@ def own_definitions(name, ns, skip):
 
 
 def runs_mla(ns, part):
-    """The rule points are for a model that works: build a small one and run it."""
+    """The rule points are for a model that works: build a small one and run it, in float64
+    on the grading device as the value checks do (a rope that mishandles float32 inputs costs
+    Part 1(a) only). Returns (model, x) with x (1, 3, 6) in float64 on this side."""
     dims = {"D": 6, "H": 2, "d_h": 4, "r": 3, "d_R": 2}
     model = _build(ns, part, dims)
-    x = torch.randn(1, 3, 6, generator=generator(f"{part}/runs"))
-    call(model, (x,), f"{part}: forward (the rules are checked on a working answer)", no_grad=True)
+    model = to_grading(ns, model, part, f"{part}: model", expected="an nn.Module")
+    x = randn(generator(f"{part}/runs"), 1, 3, 6)
+    what = f"{part}: forward (the rules are checked on a working answer)"
+    call(model, (ns.on_device(x),), what, no_grad=True)
     return model, x
 
 

@@ -194,7 +194,7 @@ def check_decode_rules(ns):
     model, x = runs_mla(ns, part)
     call(
         fn,
-        (model, x[:, 0], None),
+        (model, ns.on_device(x[:, 0]), None),
         f"{part}: decode_step (the rules are checked on a working answer)",
         no_grad=True,
     )

@@ -24,11 +24,16 @@ from attncourse.judge.checks import (
 from attncourse.judge.remote import Remote
 
 from .references import BASE, F64, rope_mistakes, rope_reference
-from .tolerances import MERGED_TOL, PRECISION_BAND, ROPE_TOL, ROTATION_TOL
+from .tolerances import MERGED_TOL, PRECISION_BAND, ROPE_FLOAT32_TOL, ROPE_TOL, ROTATION_TOL
 
 
-def close(what, got, ref, tol, mistakes=None, shape_cause=None):
-    """check_close, naming a precision mistake or a NaN before the table of named mistakes."""
+def close(what, got, ref, tol, mistakes=None, shape_cause=None, precision_cause=None):
+    """check_close, naming a NaN, or a precision mistake on evidence, before the named mistakes.
+
+    Between ``tol`` and PRECISION_BAND an answer is a precision mistake when ``precision_cause``
+    says what the text demands there (rope's float64 angles), or when its result is in a dtype
+    below float64; otherwise it is reported as a small difference, without guessing a cause.
+    """
     got_t = tensor(got, what)
     ref_t = tensor(ref, "reference")
     if tuple(got_t.shape) == tuple(ref_t.shape):
@@ -42,12 +47,18 @@ def close(what, got, ref, tol, mistakes=None, shape_cause=None):
             )
         err = rel_error(got_t, ref_t)
         if tol < err < PRECISION_BAND:
+            if precision_cause is None and got_t.dtype in (torch.float16, torch.bfloat16):
+                precision_cause = (
+                    f"a precision mistake: the result is {got_t.dtype}; half precision keeps "
+                    "only 3-4 digits (float32 and float64 are both accepted here)"
+                )
             fail(
                 f"{what}: values differ slightly from the reference",
-                f"relative error <= {tol:.1e}",
+                f"relative error <= {tol:.1e} (float32 arithmetic stays below it)",
                 f"relative error {err:.3e}",
-                "a precision mistake: angles computed in float32 (compute t * theta_i in "
-                "float64) or a result rounded to float32",
+                precision_cause
+                or "beyond float32 rounding: half precision somewhere, or a small difference "
+                "in the formula",
             )
     return check_close(what, got_t, ref_t, tol, mistakes, shape_cause)
 
@@ -133,9 +144,46 @@ def check_rope(ns):
             ROPE_TOL,
             rope_mistakes(x, positions, base),
             shape_cause="return x's shape: every vector rotated in place",
+            precision_cause=FLOAT32_ANGLES,
         )
         if type(got) is torch.Tensor and got.dtype != F64:
             fail(f"{what}: dtype", "float64 (x's dtype)", str(got.dtype), "return x's dtype")
+    check_float32(fn, part, rng)
+
+
+FLOAT32_ANGLES = (
+    "a precision mistake: angles computed in float32 (compute t * theta_i in float64) or a "
+    "result rounded to float32"
+)
+
+
+def check_float32(fn, part, rng):
+    """rope on a float32 x: a float32 result, the task's rotation to float32 rounding.
+
+    Positions from 20,000 to 60,000 (a long context): angles t * theta_i computed in float32 are
+    then off by ~1e-3 radians, far beyond the float32 rounding of cos and sin.
+    """
+    L, d = rng.randint(4, 7), 2 * rng.randint(6, 8)
+    x = randn(generator("p1_rope/float32"), 2, L, d).float()
+    positions = torch.tensor(rng.sample(range(20_000, 60_000), L))
+    what = f"{part}: rope for float32 x (2, L, d), positions (L,), L = {L}, d = {d}"
+    got = call(fn, (x, positions), what)
+    if type(got) is torch.Tensor and got.dtype != torch.float32:
+        fail(
+            f"{what}: dtype",
+            "float32 (x's dtype)",
+            str(got.dtype),
+            "return x's dtype: compute the angles in float64, then use cos and sin in x's dtype",
+        )
+    close(
+        what,
+        got,
+        rope_reference(x, positions),
+        ROPE_FLOAT32_TOL,
+        rope_mistakes(x, positions, BASE),
+        shape_cause="return x's shape: every vector rotated in place",
+        precision_cause=FLOAT32_ANGLES,
+    )
 
 
 def check_rope_rules(ns):
