@@ -2,7 +2,7 @@
 
 Conventions of this worksheet: row vectors, ``Q = X W`` with ``W`` of shape (d_in, d_out),
 unscaled by nothing but ``1/sqrt(d_k)``. Every reference is computed here in float64 on the
-CPU from the worksheet's numbers or from inputs drawn from the run's secret; the notebook's
+CPU from the student's own instance (:mod:`.instance`) or from inputs drawn from the run's secret; the notebook's
 own cells are never trusted. Named mistakes are dicts from the mistake's description to the
 wrong output it gives.
 """
@@ -10,6 +10,8 @@ wrong output it gives.
 import torch
 
 from attncourse.judge.checks import distinct_dims, generator, rng_for
+
+from .instance import instance_of
 
 
 def matrix64(rows):
@@ -58,18 +60,11 @@ SLOT_GROUPS = {
 
 # ---------------------------------------------------------------- Q3 toy single-head forward pass
 
-TOY_X = ((1.0, 1.0), (0.0, 1.0))
-TOY_WQ = ((3.0, -1.0), (1.0, 1.0))
-TOY_WK = ((2.0, -2.0), (1.0, 3.0))
-TOY_WV = ((2.0, -2.0), (0.0, 2.0))
-TOY_WO = ((2.0, 0.0), (0.0, 1.0))
-TOY_WEIGHTS = ((1.0, 0.0), (0.5, 0.5))  # the worksheet's rounded softmax
 
-
-def toy_reference():
-    """X, W^(q), W^(k), W^(v), W^(o) of the toy example as float64 tensors."""
-    X, Wq, Wk, Wv, Wo = map(matrix64, (TOY_X, TOY_WQ, TOY_WK, TOY_WV, TOY_WO))
-    return X, Wq, Wk, Wv, Wo
+def toy_reference(student):
+    """X, W^(q), W^(k), W^(v), W^(o) and the rounded weights A_approx of ``student``'s Q3."""
+    data = instance_of(student)
+    return tuple(matrix64(data[k]) for k in ("X", "W_q", "W_k", "W_v", "W_o", "A_approx"))
 
 
 def projection_mistakes(X, W):
@@ -130,14 +125,9 @@ def q4_mistakes(X, W, H, d_h, reference):
 
 # ---------------------------------------------------------------- Q5 toy two-head forward pass
 
-MH_Q = ((1.0, 2.0, 3.0, 4.0), (5.0, 6.0, 7.0, 8.0))
-MH_K = ((2.0, 0.0, 1.0, 1.0), (1.0, 3.0, 0.0, 2.0))
-MH_V = ((1.0, 0.0, 2.0, 1.0), (3.0, 1.0, 0.0, 2.0))
-MH_H0 = ((1.0, 0.0), (0.0, 1.0))
-MH_H1 = ((2.0, 1.0), (1.0, 2.0))
-MH_WO = (
-    (1.0, 0.0, 1.0, 0.0),
-    (0.0, 1.0, 0.0, 1.0),
-    (1.0, 0.0, 0.0, 1.0),
-    (0.0, 1.0, 1.0, 0.0),
-)
+
+def two_head_reference(student):
+    """Q, K, V (2, 4), H_0, H_1 (2, 2) and W^(o) (4, 4) of ``student``'s Q5."""
+    data = instance_of(student)
+    names = ("Q_mha", "K_mha", "V_mha", "H_0", "H_1", "W_o_mha")
+    return tuple(matrix64(data[k]) for k in names)
