@@ -8,9 +8,10 @@ import nbformat
 import numpy as np
 import pytest
 
+from attncourse.autograde import autograde_submissions
 from attncourse.cells import grade_id
 from attncourse.cli import main
-from attncourse.constants import EXAMPLE_STUDENT
+from attncourse.constants import AUTOGRADED, EXAMPLE_STUDENT
 from attncourse.course import ROOT, notebook_path
 from attncourse.grading import attention_worksheet as aw
 from attncourse.grading.attention_worksheet import instance
@@ -20,6 +21,7 @@ from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.preprocessors.pininstance import INSTANCE_CELL, PinInstance
+from attncourse.submissions import solution_submission
 
 IDS = [f"s{i:05d}" for i in range(1000)]
 HAND_TESTS = ("q3a_toy_qkv", "q3b_toy_output", "q5a_head_splits", "q5b_concat_output")
@@ -161,3 +163,32 @@ def test_instance_command_prints_the_same_json_every_time(capsys):
     with pytest.raises(SystemExit) as done:
         main(["instance", "attention_variants", "--student", "alice"])
     assert done.value.code == 2
+
+
+@pytest.mark.slow
+def test_autograding_draws_the_graded_ids_numbers_and_shows_them(tmp_path):
+    """alice hands in the solution; bob types alice's numbers and writes her id: alice's
+    autograded notebook prints her own numbers, bob's Q3(a) fails naming alice's instance."""
+    answers = instance.instance_json("alice")["answers"]
+    copied = 'STUDENT_ID = "alice"\n' + "".join(f"{m} = {answers[m]}\n" for m in "QKV")
+    submissions = {
+        "alice": solution_submission(ROOT, "attention_worksheet"),
+        "bob": solution_submission(ROOT, "attention_worksheet", {"q3a_answer": copied}),
+    }
+    scores = autograde_submissions(tmp_path / "course", "attention_worksheet", submissions)
+    assert all(scores["alice"][t][0] == scores["alice"][t][1] for t in HAND_TESTS)
+    assert scores["bob"]["q3a_toy_qkv"][0] == 0
+    course = tmp_path / "course"
+    graded = {
+        student: {
+            grade_id(c): "".join(o.get("text", "") or o.get("evalue", "") for o in c.outputs)
+            for c in nbformat.read(
+                notebook_path(course, AUTOGRADED, "attention_worksheet", student), as_version=4
+            ).cells
+            if c.cell_type == "code"
+        }
+        for student in submissions
+    }
+    assert "student 'alice'" in graded["alice"][INSTANCE_CELL]
+    assert f"X =\n{instance.instance_of('alice')['X']}" in graded["alice"]["q3_given"]
+    assert "answers match student 'alice'" in graded["bob"]["q3a_toy_qkv"]
