@@ -108,8 +108,10 @@ def cmd_instance(args: argparse.Namespace) -> int:
     import json
 
     try:
-        module = importlib.import_module(f"attncourse.grading.{args.assignment}.instance")
+        module = importlib.import_module(f"attncourse.grading.{args.assignment}.references")
     except ModuleNotFoundError:
+        module = None
+    if not hasattr(module, "instance_json"):
         print(f"attncourse instance: {args.assignment} has no per-student numbers", file=sys.stderr)
         return 2
     print(json.dumps(module.instance_json(args.student), indent=1))

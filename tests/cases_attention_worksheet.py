@@ -11,7 +11,7 @@ import numpy as np
 from casetable import cases_table
 
 from attncourse.constants import EXAMPLE_STUDENT
-from attncourse.grading.attention_worksheet.instance import instance_json, instance_of
+from attncourse.grading.attention_worksheet.references import instance_json, instance_of
 
 ASSIGNMENT = "attention_worksheet"
 

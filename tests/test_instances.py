@@ -1,5 +1,5 @@
 """Each student's own worksheet numbers: drawn from the id, equally hard, graded against the
-graded id's instance only (attncourse.grading.attention_worksheet.instance)."""
+graded id's instance only (attncourse.grading.attention_worksheet.references)."""
 
 import ast
 import json
@@ -14,7 +14,7 @@ from attncourse.cli import main
 from attncourse.constants import AUTOGRADED, EXAMPLE_STUDENT
 from attncourse.course import ROOT, notebook_path
 from attncourse.grading import attention_worksheet as aw
-from attncourse.grading.attention_worksheet import instance
+from attncourse.grading.attention_worksheet import references as instance
 from attncourse.grading.attention_worksheet.references import projection_mistakes
 from attncourse.grading.attention_worksheet.tolerances import APPROX_TOL
 from attncourse.judge import verdict

@@ -6,8 +6,7 @@ import torch
 
 from attncourse.judge.checks import answer, call, check_close, fail
 
-from .instance import copied_instances
-from .references import q4_instance, q4_mistakes, q4_reference, two_head_reference
+from .references import copied_instances, q4_instance, q4_mistakes, q4_reference, two_head_reference
 from .tolerances import EXACT_TOL
 from .toy import as_matrix
 

@@ -22,8 +22,8 @@ from attncourse.judge.checks import (
 )
 from attncourse.judge.remote import Remote
 
-from .instance import copied_instances
 from .references import (
+    copied_instances,
     linear_weight_mistakes,
     matrix64,
     projection_mistakes,
