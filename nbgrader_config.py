@@ -79,6 +79,8 @@ c.Autograde.sanitize_preprocessors = [
     # before OverwriteCells restores the locked cells
     "attncourse.preprocessors.integrityscan.IntegrityScan",
     "nbgrader.preprocessors.OverwriteCells",
+    # after it: the provided cell draws the numbers of the id the notebook is graded under
+    "attncourse.preprocessors.pininstance.PinInstance",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Before autograde copies a student's folder: remove its symlinks and special files, never followed.

@@ -103,6 +103,22 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_instance(args: argparse.Namespace) -> int:
+    """Print one student's own numbers and their expected answers as JSON."""
+    import importlib
+    import json
+
+    try:
+        module = importlib.import_module(f"attncourse.grading.{args.assignment}.references")
+    except ModuleNotFoundError:
+        module = None
+    if not hasattr(module, "instance_json"):
+        print(f"attncourse instance: {args.assignment} has no per-student numbers", file=sys.stderr)
+        return 2
+    print(json.dumps(module.instance_json(args.student), indent=1))
+    return 0
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
     """Collect the students' submissions of one assignment from the exchange."""
     from attncourse.exchange import collect
@@ -230,6 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("similarity", parents=[where], help=cmd_similarity.__doc__)
     p.add_argument("assignment")
     p.set_defaults(func=cmd_similarity)
+
+    p = commands.add_parser("instance", help=cmd_instance.__doc__)
+    p.add_argument("assignment")
+    p.add_argument("--student", required=True, help="the id the student is graded under")
+    p.set_defaults(func=cmd_instance)
 
     p = commands.add_parser("collect", parents=[where], help=cmd_collect.__doc__)
     p.add_argument("assignment")

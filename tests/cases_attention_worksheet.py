@@ -7,7 +7,11 @@ cells that read them. The same table drives the fast in-process checks and the
 slow run through ``nbgrader autograde`` (``tests/test_assignments.py``).
 """
 
+import numpy as np
 from casetable import cases_table
+
+from attncourse.constants import EXAMPLE_STUDENT
+from attncourse.grading.attention_worksheet.references import instance_json, instance_of
 
 ASSIGNMENT = "attention_worksheet"
 
@@ -69,6 +73,47 @@ def slots(**changes):
     return f"SLOTS = { ({k: v for k, v in base.items() if v is not None})!r}\n"
 
 
+# Typed answers are those of the id the case tables are graded under; OTHER is a classmate's.
+EXAMPLE = instance_json(EXAMPLE_STUDENT)["answers"]
+OTHER = instance_json("a-classmate")["answers"]
+
+
+def typed(name, answers=EXAMPLE, typo=None, transpose=False):
+    """``answers[name]`` as typed nested lists; ``typo`` (row, column, delta) changes one entry."""
+    M = np.array(answers[name])
+    M = M.T.copy() if transpose else M.copy()
+    if typo:
+        M[typo[0], typo[1]] += typo[2]
+    return repr([[int(x) if x == int(x) else float(x) for x in row] for row in M])
+
+
+def exact_y(decimals, student=EXAMPLE_STUDENT):
+    """Q3(b)'s Y from the exact softmax of ``student``'s instance, rounded to ``decimals``."""
+    d = instance_of(student)
+    S = (d["X"] @ d["W_q"]) @ (d["X"] @ d["W_k"]).T / np.sqrt(2)
+    A = np.exp(S) / np.exp(S).sum(axis=1, keepdims=True)
+    return repr(np.round(A @ d["X"] @ d["W_v"] @ d["W_o"], decimals).tolist())
+
+
+def for_student(source, student):
+    """``source`` with the example's correctly typed answers replaced by ``student``'s own."""
+    own = instance_json(student)["answers"]
+    for name in EXAMPLE:
+        source = source.replace(typed(name), typed(name, own))
+    return source.replace(exact_y(2), exact_y(2, student))
+
+
+FOR_STUDENT = for_student
+
+
+def q5a_typed(answers=EXAMPLE, **changed):
+    """Q5(a)'s six blocks typed; ``changed`` replaces a line's right-hand side by its name."""
+    lines = {
+        m: changed.get(m, f"{typed(f'{m}_0', answers)}, {typed(f'{m}_1', answers)}") for m in "QKV"
+    }
+    return "".join(f"{m}_0, {m}_1 = {rhs}\n" for m, rhs in lines.items())
+
+
 def qkv(Q, K, V):
     return f"Q = {Q}\nK = {K}\nV = {V}\n"
 
@@ -91,11 +136,7 @@ def splits(chunk, per_head):
 SOL_CHUNK = "return (X @ W).view(n, n_heads, d_h).transpose(0, 1)"
 SOL_PER_HEAD = "return X @ W.view(d, n_heads, d_h).transpose(0, 1)"
 
-Q5A_TYPED = (
-    "Q_0, Q_1 = [[1, 2], [5, 6]], [[3, 4], [7, 8]]\n"
-    "K_0, K_1 = [[2, 0], [1, 3]], [[1, 1], [0, 2]]\n"
-    "V_0, V_1 = [[1, 0], [3, 1]], [[2, 1], [0, 2]]\n"
-)
+Q5A_TYPED = q5a_typed()
 
 ROWS = [
     # Q1(a): shapes of the projection weights
@@ -213,13 +254,11 @@ ROWS = [
         True,
     ),
     # Q3(a): Q, K, V typed or computed
-    ("q3a", "typed_lists", qkv("[[4, 0], [1, 1]]", "[[3, 1], [1, 3]]", "[[2, 0], [0, 2]]"), ()),
+    ("q3a", "typed_lists", qkv(typed("Q"), typed("K"), typed("V")), ()),
     (
         "q3a",
         "typed_arrays",
-        qkv(
-            "np.array([[4, 0], [1, 1]])", "np.array([[3, 1], [1, 3]])", "np.array([[2, 0], [0, 2]])"
-        ),
+        qkv(*(f"np.array({typed(m)})" for m in "QKV")),
         (),
     ),
     (
@@ -234,18 +273,25 @@ ROWS = [
     ("q3a", "transposed_weights", qkv("X @ W_q.T", "X @ W_k.T", "X @ W_v.T"), True),
     ("q3a", "elementwise", qkv("X * W_q", "X * W_k", "X * W_v"), True),
     ("q3a", "x_transposed", qkv("X.T @ W_q", "X.T @ W_k", "X.T @ W_v"), True),
-    ("q3a", "typo_in_k", qkv("[[4, 0], [1, 1]]", "[[3, 1], [1, 2]]", "[[2, 0], [0, 2]]"), True),
+    ("q3a", "typo_in_k", qkv(typed("Q"), typed("K", typo=(1, 1, -1)), typed("V")), True),
+    (
+        "q3a",
+        "a_classmates_numbers",
+        'STUDENT_ID = "a-classmate"\n' + qkv(*(typed(m, OTHER) for m in "QKV")),
+        True,
+    ),
     ("q3a", "q_k_swapped", qkv("X @ W_k", "X @ W_q", "X @ W_v"), True),
     ("q3a", "v_without_projection", qkv("X @ W_q", "X @ W_k", "X"), True),
     (
         "q3a",
         "typed_transposed",
-        qkv("[[4, 1], [0, 1]]", "[[3, 1], [1, 3]]", "[[2, 0], [0, 2]]"),
+        qkv(typed("Q", transpose=True), typed("K"), typed("V")),
         True,
     ),
     # Q3(b): Y
-    ("q3b", "typed_rounded", "Y = [[4, 0], [2, 1]]\n", ()),
-    ("q3b", "typed_two_decimals", "Y = [[3.99, 0.01], [2.0, 1.0]]\n", ()),
+    ("q3b", "typed_rounded", f"Y = {typed('Y')}\n", ()),
+    ("q3b", "typed_two_decimals", f"Y = {exact_y(2)}\n", ()),
+    ("q3b", "a_classmates_numbers", f"Y = {typed('Y', OTHER)}\n", True),
     (
         "q3b",
         "exact_softmax_numpy",
@@ -274,7 +320,7 @@ ROWS = [
         "Y = A @ (X @ W_v) @ W_o\n",
         True,
     ),
-    ("q3b", "typo", "Y = [[4, 0], [2, 2]]\n", True),
+    ("q3b", "typo", f"Y = {typed('Y', typo=(1, 1, 1))}\n", True),
     ("q3b", "forgot_v", "Y = A_approx @ W_o\n", True),
     ("q3b", "skipped_attention", "Y = X @ W_o\n", True),
     # Q3(c): nn.Linear from a row-convention weight
@@ -536,10 +582,16 @@ ROWS = [
     (
         "q5a",
         "k_copied_from_q",
-        Q5A_TYPED.replace("K_0, K_1 = [[2, 0], [1, 3]], [[1, 1], [0, 2]]", "K_0, K_1 = Q_0, Q_1"),
+        q5a_typed(K="Q_0, Q_1"),
         True,
     ),
-    ("q5a", "typo_in_v_1", Q5A_TYPED.replace("[[2, 1], [0, 2]]", "[[2, 1], [2, 0]]"), True),
+    (
+        "q5a",
+        "typo_in_v_1",
+        q5a_typed(V=f"{typed('V_0')}, {typed('V_1', typo=(1, 0, 2))}"),
+        True,
+    ),
+    ("q5a", "a_classmates_numbers", 'STUDENT_ID = "a-classmate"\n' + q5a_typed(OTHER), True),
     (
         "q5a",
         "k_v_swapped",
@@ -559,8 +611,14 @@ ROWS = [
     (
         "q5b",
         "typed",
-        "H_concat = [[1, 0, 2, 1], [0, 1, 1, 2]]\nY_mha = [[3, 1, 2, 2], [1, 3, 2, 2]]\n",
+        f"H_concat = {typed('H_concat')}\nY_mha = {typed('Y_mha')}\n",
         (),
+    ),
+    (
+        "q5b",
+        "a_classmates_numbers",
+        f"H_concat = {typed('H_concat', OTHER)}\nY_mha = {typed('Y_mha', OTHER)}\n",
+        True,
     ),
     ("q5b", "hstack", "H_concat = np.hstack([H_0, H_1])\nY_mha = np.dot(H_concat, W_o_mha)\n", ()),
     (
@@ -585,10 +643,10 @@ ROWS = [
     (
         "q5b",
         "stacked_rows",
-        "H_concat = np.vstack([H_0, H_1])\nY_mha = [[3, 1, 2, 2], [1, 3, 2, 2]]\n",
+        "H_concat = np.vstack([H_0, H_1])\nY_mha = " + typed("Y_mha") + "\n",
         True,
     ),
-    ("q5b", "sum_of_heads", "H_concat = H_0 + H_1\nY_mha = [[3, 1, 2, 2], [1, 3, 2, 2]]\n", True),
+    ("q5b", "sum_of_heads", "H_concat = H_0 + H_1\nY_mha = " + typed("Y_mha") + "\n", True),
     (
         "q5b",
         "block_diagonal_projection",
@@ -612,9 +670,14 @@ ROWS = [
     (
         "q5b",
         "typo_in_y",
-        "H_concat = np.hstack([H_0, H_1])\nY_mha = [[3, 1, 2, 2], [1, 3, 2, 1]]\n",
+        "H_concat = np.hstack([H_0, H_1])\nY_mha = " + typed("Y_mha", typo=(1, 3, -1)) + "\n",
         True,
     ),
 ]
 
 CASES = cases_table(GROUPS, ROWS)
+
+MESSAGES = {
+    "q3a:a_classmates_numbers": ("q3a_toy_qkv", "answers match student 'a-classmate'"),
+    "q5a:a_classmates_numbers": ("q5a_head_splits", "not your own (graded as 'example')"),
+}

@@ -16,7 +16,9 @@ rows) and ``GROUPS`` ({group: (answer cells, test cells)}), and may set (default
   replaces the cell where the case neither replaces it nor must lose one of those tests,
   and those tests are then not judged (the autograded run judges them for every case);
 * ``FIXED_INPUTS``: checks with no random input (the same requests under every secret);
-* ``MESSAGES``: case id -> (test, the words that test's failure message must contain).
+* ``MESSAGES``: case id -> (test, the words that test's failure message must contain);
+* ``FOR_STUDENT``: (answer source, student id) -> the source that student hands in, where
+  typed numbers are each student's own (in process the id is ``EXAMPLE_STUDENT``).
 
 A case replaces answer cells of the instructor's solution and names the test cells that
 must then fail (none for a correct alternative). It runs either in this process through
@@ -45,6 +47,11 @@ from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.submissions import solution_submission
+
+
+def _unchanged(source, student):
+    """An answer that is the same for every student."""
+    return source
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,7 @@ class Table:
     in_process_stubs: dict = field(default_factory=dict)
     fixed_inputs: frozenset = frozenset()
     messages: dict = field(default_factory=dict)
+    for_student: Callable[[str, str], str] = _unchanged
 
     @functools.cached_property
     def group_of(self):
@@ -206,6 +214,8 @@ def load(assignment):
         "fixed_inputs": frozenset(getattr(module, "FIXED_INPUTS", ())),
         "messages": getattr(module, "MESSAGES", {}),
     }
+    if hasattr(module, "FOR_STUDENT"):
+        settings["for_student"] = module.FOR_STUDENT
     if hasattr(module, "QUESTION_OF"):
         settings["question_of"] = module.QUESTION_OF
     return Table(assignment, tuple(module.CASES), module.GROUPS, **settings)
@@ -336,7 +346,11 @@ def autograde_table(course_dir, table):
     members = {}
     for index, pack in enumerate(table.pack()):
         student = f"cases{index:03d}"
-        answers = {cell: source for case in pack for cell, source in case.answers.items()}
+        answers = {
+            cell: table.for_student(source, student)
+            for case in pack
+            for cell, source in case.answers.items()
+        }
         submissions[student] = solution_submission(ROOT, table.assignment, answers)
         members[student] = pack
     return autograde_submissions(course_dir, table.assignment, submissions), members

@@ -12,6 +12,7 @@ import functools
 import itertools
 import json
 
+from attncourse.constants import EXAMPLE_STUDENT
 from attncourse.judge import wire
 from attncourse.judge.agent import MIME  # noqa: F401 - re-exported for the channel
 from attncourse.judge.program import Program, as_cells
@@ -136,13 +137,16 @@ class StudentNamespace:
 
     ``sources`` holds the text of every code cell the student wrote (answer
     cells and cells they added, never the course's own cells), for the source
-    rules; ``device`` stands for the kernel's grading device in arguments.
+    rules; ``device`` stands for the kernel's grading device in arguments. ``student``
+    is the id nbgrader grades the notebook under (never what the notebook says): the
+    checks of per-student numbers draw that student's instance.
     """
 
     device = wire.DeviceMarker()
 
-    def __init__(self, session, sources=()):
+    def __init__(self, session, sources=(), student=EXAMPLE_STUDENT):
         self._session = session
+        self.student = student
         self.cells = as_cells(sources)
         self.sources = [cell.source for cell in self.cells if cell.student]
 

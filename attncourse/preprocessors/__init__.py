@@ -10,6 +10,8 @@ Autograde, sanitize stage (before any cell runs):
 * :mod:`~attncourse.preprocessors.repairgradecells` — put back grade and locked cells that
   were deleted, stripped or duplicated;
 * :mod:`~attncourse.preprocessors.integrityscan` — scan the submission for integrity findings.
+* :mod:`~attncourse.preprocessors.pininstance` — the worksheet's own numbers drawn for the
+  graded id (after nbgrader's ``OverwriteCells``).
 
 Autograde, run stage:
 

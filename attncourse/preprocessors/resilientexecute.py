@@ -25,7 +25,7 @@ from traitlets import Bool, Dict, Float, Integer, Unicode, default
 
 from attncourse import constants
 from attncourse.cells import code_cells, is_test_cell
-from attncourse.constants import METADATA_KEY
+from attncourse.constants import EXAMPLE_STUDENT, METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.judge.channel import KernelChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
@@ -183,7 +183,8 @@ class ResilientExecute(Execute):
         torch.set_num_threads(1)  # the judge's references are small: threads only contend
         self._secret = verdict.new_secret()
         self._channel = KernelChannel(self._judge_execute)
-        self._ns = StudentNamespace(Session(self._channel), code_cells(nb))
+        student = resources.get("nbgrader", {}).get("student") or EXAMPLE_STUDENT
+        self._ns = StudentNamespace(Session(self._channel), code_cells(nb), student)
         self._probing = None
         self._deadline = time.monotonic() + self.notebook_budget
 

@@ -1,21 +1,12 @@
 """Q4 and Q5 of ``attention_worksheet``: heads as block matrices, numerically and by hand."""
 
+from functools import partial
+
 import torch
 
 from attncourse.judge.checks import answer, call, check_close, fail
 
-from .references import (
-    MH_H0,
-    MH_H1,
-    MH_K,
-    MH_Q,
-    MH_V,
-    MH_WO,
-    matrix64,
-    q4_instance,
-    q4_mistakes,
-    q4_reference,
-)
+from .references import copied_instances, q4_instance, q4_mistakes, q4_reference, two_head_reference
 from .tolerances import EXACT_TOL
 from .toy import as_matrix
 
@@ -46,8 +37,8 @@ def check_q4_split(ns, which):
 def check_q5_head_splits(ns):
     """The per-head blocks Q_0 .. V_1 are the first and last two columns of Q, K, V."""
     answers = {m: tuple(answer(ns, f"{m}_{h}", "Q5(a)") for h in (0, 1)) for m in "QKV"}
-    for name, full in (("Q", MH_Q), ("K", MH_K), ("V", MH_V)):
-        M = matrix64(full)
+    Q, K, V, _, _, _ = two_head_reference(ns.student)
+    for index, (name, M) in enumerate((("Q", Q), ("K", K), ("V", V))):
         for h in range(2):
             other = M[:, 2 * (1 - h) : 2 * (2 - h)]
             mistakes = {
@@ -59,6 +50,7 @@ def check_q5_head_splits(ns):
                     2, 2, 2
                 )[h].T,
                 "transposed block": M[:, 2 * h : 2 * h + 2].T,
+                **copied_instances(ns, partial(_head_block, index=index, h=h)),
             }
             what = f"Q5(a): {name}_{h}"
             check_close(
@@ -74,7 +66,7 @@ def check_q5_head_splits(ns):
 def check_q5_concat_output(ns):
     """H_concat = [H_0 | H_1] along the features, Y_mha = H W^(o)."""
     H_concat, Y_mha = answer(ns, "H_concat", "Q5(b)"), answer(ns, "Y_mha", "Q5(b)")
-    H0, H1, Wo = matrix64(MH_H0), matrix64(MH_H1), matrix64(MH_WO)
+    _, _, _, H0, H1, Wo = two_head_reference(ns.student)
     H = torch.cat([H0, H1], dim=1)
     check_close(
         "Q5(b): H = Concat[H_0, H_1]",
@@ -84,6 +76,7 @@ def check_q5_concat_output(ns):
         mistakes={
             "concatenated in the order [H_1 | H_0]": torch.cat([H1, H0], dim=1),
             "interleaved the heads' columns": torch.stack([H0, H1], dim=2).reshape(2, 4),
+            **copied_instances(ns, lambda other: torch.cat(two_head_reference(other)[3:5], 1)),
         },
         shape_cause="concatenate along the feature axis: (n, n_heads d_h) = (2, 4)",
     )
@@ -100,6 +93,18 @@ def check_q5_concat_output(ns):
                 torch.cat([H1, H0], dim=1), Wo
             ),
             "forgot the output projection": H,
+            **copied_instances(ns, _two_head_output),
         },
         shape_cause="Y = H W^(o) has shape (2, 4)",
     )
+
+
+def _two_head_output(student):
+    """Y = Concat[H_0, H_1] W^(o) of ``student``'s Q5."""
+    _, _, _, H0, H1, Wo = two_head_reference(student)
+    return torch.matmul(torch.cat([H0, H1], dim=1), Wo)
+
+
+def _head_block(student, index, h):
+    """Head ``h``'s block of Q, K or V (``index`` 0, 1, 2) of ``student``'s Q5."""
+    return two_head_reference(student)[index][:, 2 * h : 2 * h + 2]

@@ -1,6 +1,7 @@
 """Q3 of ``attention_worksheet``: the toy single-head forward pass and the bridge to nn.Linear."""
 
 import math
+from functools import partial
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ from attncourse.judge.checks import (
 from attncourse.judge.remote import Remote
 
 from .references import (
-    TOY_WEIGHTS,
+    copied_instances,
     linear_weight_mistakes,
     matrix64,
     projection_mistakes,
@@ -57,21 +58,35 @@ def as_matrix(value, what):
 
 def check_q3_toy_qkv(ns):
     """Q, K, V of the toy example, typed or computed, equal X W^(q), X W^(k), X W^(v)."""
-    X, Wq, Wk, Wv, _ = toy_reference()
-    for name, W in (("Q", Wq), ("K", Wk), ("V", Wv)):
+    X, Wq, Wk, Wv, _, _ = toy_reference(ns.student)
+    for index, (name, W) in enumerate((("Q", Wq), ("K", Wk), ("V", Wv))):
         check_close(
             f"Q3(a): {name}",
             as_matrix(answer(ns, name, "Q3(a)"), f"Q3(a): {name}"),
             torch.matmul(X, W),
             EXACT_TOL,
-            mistakes=projection_mistakes(X, W),
+            mistakes={
+                **projection_mistakes(X, W),
+                **copied_instances(ns, partial(_projection, index=index)),
+            },
         )
+
+
+def _projection(student, index):
+    """Q, K or V (``index`` 0, 1, 2) of ``student``'s Q3."""
+    X, *weights = toy_reference(student)
+    return torch.matmul(X, weights[index])
+
+
+def _output(student):
+    """Y of ``student``'s Q3 from the rounded weights."""
+    X, _, _, Wv, Wo, A = toy_reference(student)
+    return torch.matmul(torch.matmul(A, torch.matmul(X, Wv)), Wo)
 
 
 def check_q3_toy_output(ns):
     """Y of the toy example from the given (rounded) weights, or from the exact softmax."""
-    X, Wq, Wk, Wv, Wo = toy_reference()
-    A = matrix64(TOY_WEIGHTS)
+    X, Wq, Wk, Wv, Wo, A = toy_reference(ns.student)
     V = torch.matmul(X, Wv)
     H = torch.matmul(A, V)
     exact = torch.softmax(
@@ -91,6 +106,7 @@ def check_q3_toy_output(ns):
             ),
             Wo,
         ),
+        **copied_instances(ns, _output),
     }
     got = as_matrix(answer(ns, "Y", "Q3(b)"), "Q3(b): Y")
     try:
