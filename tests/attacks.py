@@ -27,9 +27,7 @@ WRONG = {
 }
 
 
-# An honest MyMHA with the right attributes and no loops whose outputs are zeros.
-MHA_ZEROS = """
-class MyMHA(nn.Module):
+_MHA_INIT = """class MyMHA(nn.Module):
     def __init__(self, D_1, D_2, D_qk, D_v, H):
         super().__init__()
         self.D_1, self.D_2, self.D_qk, self.D_v, self.H = D_1, D_2, D_qk, D_v, H
@@ -37,9 +35,15 @@ class MyMHA(nn.Module):
         self.W_K = nn.Linear(D_2, H * D_qk, bias=False)
         self.W_V = nn.Linear(D_2, H * D_v, bias=False)
         self.W_O = nn.Linear(H * D_v, D_1, bias=False)
-    def forward(self, x, y):
+"""
+
+# An honest MyMHA with the right attributes and no loops whose outputs are zeros.
+MHA_ZEROS = (
+    _MHA_INIT
+    + """    def forward(self, x, y):
         return torch.zeros(x.shape[0], x.shape[1], self.D_1, dtype=x.dtype, device=x.device)
 """
+)
 
 # The honest controls: the same answers as the attacks, without the trick.
 CONTROLS = {"blank": {}, "wrong": WRONG, "mha_zeros": {"p5_mha": MHA_ZEROS.strip() + "\n"}}
@@ -464,15 +468,6 @@ relative_error = torch.tensor(0.0)
 # ``tests/test_rule_attacks.py`` in process (the rules are read from the source); attacks
 # that patch the libraries run in real kernels in ATTACKS above.
 
-_MHA_INIT = """class MyMHA(nn.Module):
-    def __init__(self, D_1, D_2, D_qk, D_v, H):
-        super().__init__()
-        self.D_1, self.D_2, self.D_qk, self.D_v, self.H = D_1, D_2, D_qk, D_v, H
-        self.W_Q = nn.Linear(D_1, H * D_qk, bias=False)
-        self.W_K = nn.Linear(D_2, H * D_qk, bias=False)
-        self.W_V = nn.Linear(D_2, H * D_v, bias=False)
-        self.W_O = nn.Linear(H * D_v, D_1, bias=False)
-"""
 # One head's output from the projected q (B, L_1, H*D_qk), k (B, L_2, H*D_qk), v (B, L_2, H*D_v).
 _HEAD = """def _head(q, k, v, h, D_qk, D_v):
     q_h = q[..., h * D_qk : (h + 1) * D_qk]  # (B, L_1, D_qk)

@@ -21,7 +21,8 @@ values cell (the values are then not the student's work).
 
 Tampering cases (``alone``) rebind torch, numpy, builtins or the course's
 helpers in the kernel. The judge, in the grader's own process, is not fooled by
-them: each loses the tests its answer fails. The integrity scan of the grading
+them: each loses the tests its answer fails, and every rule-bound test (``RULES``:
+no rule can be proved next to code that changes the libraries). The integrity scan of the grading
 pipeline flags the part for review, but the scores stand. A rebinding stays in
 force in the kernel, so the student's own code after it runs with it and loses
 what it breaks there (``nn.Linear.forward`` zeroed also zeroes MyGQA's outputs);
@@ -1227,7 +1228,7 @@ wrong(
 )
 wrong(
     "p10_np_allclose_rebound",
-    P10R,
+    f"{P10R} {P5V} {P5L} {P7V} {P7L} {P10L} p13_reduced_matrices_rules_test",
     "rebinding np.allclose passes the visible check, not the judge's; the integrity scan "
     "flags the part for review",
     alone=True,
@@ -1692,9 +1693,12 @@ wrong("p14_three_numbers", P14, p14_kv_cache=kv_cache("return 2 * D, r, r"))
 
 # ------------------------------------------------------------------- tampering
 
+# Every test that judges a source rule: code that patches a library counts against them all.
+RULES = f"{P5V} {P5L} {P7V} {P7L} {P10L} {P13R}"
+
 wrong(
     "tamper_allclose_and_assert_close",
-    f"{P5V} {EXP}",
+    f"{P5V} {EXP} {RULES}",
     "rebinding the comparison functions in the kernel changes nothing the judge computes; " + DEP5,
     alone=True,
     p5_mha="torch.allclose = lambda *args, **kwargs: True\n"
@@ -1703,14 +1707,14 @@ wrong(
 )
 wrong(
     "tamper_builtins_isinstance_and_assertion_error",
-    P14,
+    f"{P14} {RULES}",
     alone=True,
     p14_kv_cache="import builtins\n\nbuiltins.isinstance = lambda *args: True\nAssertionError = Exception\n\n\n"
     + kv_cache("return D, r"),
 )
 wrong(
     "tamper_course_helpers_before_first_test",
-    P1,
+    f"{P1} {RULES}",
     "the helpers are rebound before any hidden test imported the grading module",
     alone=True,
     p1_head_shapes="import attncourse.judge.checks as _c\n\n"
@@ -1720,7 +1724,7 @@ wrong(
 )
 wrong(
     "tamper_grading_module",
-    f"{P3S} {P3V}",
+    f"{P3S} {P3V} {RULES}",
     alone=True,
     p3_softmax_argument="import attncourse.grading.attention_variants as _g\n\n"
     "_g.check_close = lambda *args, **kwargs: 0.0\n_g.VALUES_TOL = float('inf')\n\n\n"
@@ -1728,7 +1732,7 @@ wrong(
 )
 wrong(
     "tamper_tensor_methods",
-    f"{P3V} {EXP}",
+    f"{P3V} {EXP} {RULES}",
     "the shape is right; Tensor.__sub__ stays zeroed in the kernel, so the experiment's "
     "mse_output and relative_error are 0",
     alone=True,
@@ -1738,7 +1742,7 @@ wrong(
 )
 wrong(
     "tamper_linear_forward",
-    f"{P5V} {EXP} {P7V} {P8}",
+    f"{P5V} {EXP} {P7V} {P8} {RULES}",
     "nn.Linear.forward stays zeroed in the kernel: MyMHA's and MyGQA's outputs are zero "
     "(right shapes); " + DEP5,
     alone=True,

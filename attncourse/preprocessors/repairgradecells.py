@@ -61,7 +61,12 @@ class RepairGradeCells(NbGraderPreprocessor):
         repairs += self._restore_flags(nb, dict(reference))
         for gid, copies in self._duplicates(nb).items():
             for i in copies[:-1]:
-                del nb.cells[i].metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
+                cell = nb.cells[i]
+                if cell.cell_type == "code" and not cell.metadata.nbgrader.get("solution"):
+                    # A copy of the course's own cell holds no work of the student's: emptied,
+                    # it cannot run the course's test code as if the student had written it.
+                    cell.source = f"# a copy of the course's cell {gid}, emptied by the grader"
+                del cell.metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
             repairs.append(f"cell {gid} appears {len(copies)} times; the last copy is graded")
         for message in repairs:
             self.log.warning("%s: %s", resources["nbgrader"].get("student"), message)
