@@ -4,12 +4,7 @@ Same layout as ``cases_attention_worksheet`` (see ``casetable``): each row repla
 the solution and names the test cells that must then fail.
 """
 
-from casetable import cases_table, source_notebook
-
-from attncourse.submissions import solution_answers
-
-# The instructor's batched attention, for cases that call the student's own attention.
-SOLUTION_ATTENTION = solution_answers(source_notebook("attention_theory"))["lab_attention_answer"]
+from casetable import cases_table
 
 ASSIGNMENT = "attention_theory"
 
@@ -27,6 +22,13 @@ GROUPS = {
 }
 
 # The course's instance and plots, and the student's plot of (f): they only draw or print.
+# The own_attention cases of (b) and (e) call the student's lab attention: a wrong attention
+# packed beside them would cost their test, so the packing keeps the two apart.
+DEPENDS = {
+    "lab_sharpen_weights": ("lab_attention_answer",),
+    "lab_noise_sweep": ("lab_attention_answer",),
+}
+
 DISPLAY_ONLY = {
     "f_instance",
     "f_plot",
@@ -488,12 +490,7 @@ ROWS = [
     (
         "lab_sharpen",
         "own_attention",
-        {  # with the solution's attention: a wrong one packed beside it would cost this test
-            "lab_sharpen_answer": sharpen(
-                "Q = betas[:, None] * u\n_, A = attention(Q[None], K[None], K[None])\nreturn A[0]"
-            ),
-            "lab_attention_answer": SOLUTION_ATTENTION,
-        },
+        sharpen("Q = betas[:, None] * u\n_, A = attention(Q[None], K[None], K[None])\nreturn A[0]"),
         (),
     ),
     (
@@ -780,16 +777,13 @@ ROWS = [
     (
         "lab_noise",
         "own_attention",
-        {
-            "lab_attention_answer": SOLUTION_ATTENTION,
-            "lab_noise_answer": noise(
-                NOISE_KEYS + NOISE_TARGET + "E = len(eps_values)\n"
-                "keys = (mu + eps_values.sqrt()[:, None, None, None] * z).reshape(E * n_samples, n, d)\n"
-                "q = queries.repeat_interleave(n_samples, dim=0)[:, None, :]\n"
-                "_, A = attention(q, keys, keys)\n"
-                "return 0.5 * (A[:, 0] - t).abs().sum(-1).reshape(E, n_samples).mean(1)"
-            ),
-        },
+        noise(
+            NOISE_KEYS + NOISE_TARGET + "E = len(eps_values)\n"
+            "keys = (mu + eps_values.sqrt()[:, None, None, None] * z).reshape(E * n_samples, n, d)\n"
+            "q = queries.repeat_interleave(n_samples, dim=0)[:, None, :]\n"
+            "_, A = attention(q, keys, keys)\n"
+            "return 0.5 * (A[:, 0] - t).abs().sum(-1).reshape(E, n_samples).mean(1)"
+        ),
         (),
     ),
     (

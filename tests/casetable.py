@@ -149,6 +149,11 @@ class Table:
         """
         if set(a.answers) & set(b.answers):
             return True
+        for x, y in ((a, b), (b, a)):  # a wrong answer another group's test reads (DEPENDS)
+            if not y.correct and any(
+                set(self.depends.get(test, ())) & set(y.answers) for test in self.judged(x)
+            ):
+                return True
         for x, y in ((a, b), (b, a)):
             for test in self.judged(x):
                 if self.dependencies(test) & set(y.answers) and (
