@@ -9,7 +9,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from nbgrader.api import Base, Gradebook, MissingEntry
 from nbgrader.dbutil import ALEMBIC_DIR
-from sqlalchemy import create_engine, select
+from sqlalchemy import create_engine, select, true
 from sqlalchemy.exc import SAWarning
 
 from attncourse.constants import GRADEBOOK
@@ -51,12 +51,13 @@ def total_scores(course, assignment, url=None, course_id=None):
     return out
 
 
-def write_assignment_definition(url, course_id, assignment, dest):
+def write_assignment_definition(url, course_id, assignment, dest, students=()):
     """Write a SQLite gradebook at ``dest`` holding only ``assignment``'s definition from ``url``.
 
     It is the gradebook a worker autogrades one student into: the assignment, its notebooks
-    and their grade, solution, task and source cells, rows copied as they are (no student,
-    no submission). Raises ``MissingEntry`` when ``url`` has no such assignment.
+    and their grade, solution, task and source cells, and the class roster (the gradebook's
+    student rows and the ids in ``students`` it lacks, which the checks of per-student
+    numbers search), rows copied as they are (no submission). Raises ``MissingEntry`` when ``url`` has no such assignment.
     """
     t = Base.metadata.tables
     with closing(Gradebook(url, course_id)) as gb:
@@ -64,6 +65,10 @@ def write_assignment_definition(url, course_id, assignment, dest):
         (row,) = _rows(gb, t["assignment"], t["assignment"].c.name == assignment)
         rows = {"course": _rows(gb, t["course"], t["course"].c.id == row["course_id"])}
         rows["assignment"] = [row]
+        rows["student"] = _rows(gb, t["student"], true())
+        known = {r["id"] for r in rows["student"]}
+        empty = dict.fromkeys(t["student"].c.keys())
+        rows["student"] += [{**empty, "id": s} for s in sorted(set(students) - known)]
         rows["notebook"] = _rows(gb, t["notebook"], t["notebook"].c.assignment_id == row["id"])
         notebooks = [r["id"] for r in rows["notebook"]]
         rows["base_cell"] = _rows(gb, t["base_cell"], t["base_cell"].c.notebook_id.in_(notebooks))

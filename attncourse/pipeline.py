@@ -86,7 +86,8 @@ def course_bundle(course, assignment, db_url, config, run):
                 files[f"{folder}/{assignment}/{rel}"] = data
     with tempfile.TemporaryDirectory() as scratch:
         gradebook = Path(scratch) / "gradebook.db"
-        write_assignment_definition(db_url, coursedir.course_id, assignment, gradebook)
+        roster = students_of(course, assignment)  # with the gradebook's: the class roster
+        write_assignment_definition(db_url, coursedir.course_id, assignment, gradebook, roster)
         return {"run": run, "files": files, "gradebook": gradebook.read_bytes()}
 
 

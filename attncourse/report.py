@@ -11,8 +11,10 @@ matplotlib figures embedded as PNG and tables beside them:
   not attempted (the stub's ``NotImplementedError``) and unreadable notebooks are
   counted apart, not as mistakes;
 - the students flagged for review (nbgrader's flag, formgrader's "Flagged?"
-  column: set by autograde for an integrity finding, or by a grader) and the
-  integrity findings (:mod:`attncourse.integrity`) per student;
+  column: set by autograde for an integrity finding, or by a grader), the
+  integrity findings (:mod:`attncourse.integrity`) per student, and the hand-computed
+  answers that are a classmate's own numbers (the run record's ``instance_matches``,
+  which the checks of per-student numbers fill from the gradebook's roster);
 - the grading time per student: from the summary ``attncourse grade`` writes
   (``autograded/.attncourse/<assignment>/summary.json``, whose ``students``
   rows have ``student``, ``seconds`` and ``status``) when there is one, else
@@ -65,6 +67,8 @@ class AssignmentReport:
     unreadable: dict = field(default_factory=dict)  # student -> why
     flagged: dict = field(default_factory=dict)  # student -> why (findings, or a grader)
     findings: list = field(default_factory=list)  # (student, Finding)
+    # student -> {classmate: [parts]}: answers that are another student's own numbers
+    instance_matches: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)  # student -> grading seconds
     status: dict = field(default_factory=dict)  # student -> status in the grading run
     timing_source: str = ""
@@ -192,6 +196,9 @@ def _read_notebook(report, student, path, notebook):
             else:
                 report.mistakes[(name, mistake_cause(errors[-1]))] += 1
     report.findings += [(student, f) for f in findings_of(nb)]
+    for match in RunRecord.of(nb).instance_matches:
+        parts = report.instance_matches.setdefault(student, {}).setdefault(match["student"], [])
+        parts.append(match["part"])
     seconds = notebook_seconds(nb)
     if seconds is not None:
         report.seconds[student] = report.seconds.get(student, 0.0) + seconds
@@ -359,6 +366,19 @@ def assignment_section(report):
         parts.append(_table(["student", "part", "kind", "detail", "cell", "line"], rows, (4, 5)))
     else:
         parts.append("<p>No integrity findings.</p>")
+    if report.instance_matches:
+        parts.append("<h3>Answers that match another student's instance</h3>")
+        parts.append(
+            "<p>Hand-computed answers that are, every number of a part, those of a classmate's "
+            "own instance (the student's feedback says only &ldquo;another student's "
+            "instance&rdquo;).</p>"
+        )
+        rows = [
+            (f"answers of {a} match student {b}'s instance", ", ".join(p))
+            for a, matched in sorted(report.instance_matches.items())
+            for b, p in sorted(matched.items())
+        ]
+        parts.append(_table(["finding", "parts"], rows))
 
     parts.append("<h3>Grading time per student</h3>")
     if report.seconds:

@@ -26,6 +26,8 @@ class RunRecord:
     timing: dict[str, float] = field(default_factory=dict)  # kernel_ready_s, execute_s
     protections: dict | None = None  # the kernel's sandbox, as the launcher recorded it
     integrity: list[dict] = field(default_factory=list)  # attncourse.integrity's findings
+    # {"part", "student"}: answers that match a classmate's own numbers (the report lists them)
+    instance_matches: list[dict] = field(default_factory=list)
 
     @classmethod
     def of(cls, nb: NotebookNode | dict) -> "RunRecord":

@@ -7,12 +7,14 @@ import json
 import nbformat
 import numpy as np
 import pytest
+from nbgrader.api import Gradebook
 
-from attncourse.autograde import autograde_submissions
+from attncourse.autograde import prepare
 from attncourse.cells import grade_id
 from attncourse.cli import main
-from attncourse.constants import AUTOGRADED, EXAMPLE_STUDENT
-from attncourse.course import ROOT, notebook_path
+from attncourse.constants import AUTOGRADED, EXAMPLE_STUDENT, GRADEBOOK
+from attncourse.course import ROOT, nbgrader, notebook_path
+from attncourse.gradebook import cell_scores
 from attncourse.grading import attention_worksheet as aw
 from attncourse.grading.attention_worksheet import references as instance
 from attncourse.grading.attention_worksheet.references import projection_mistakes
@@ -21,7 +23,8 @@ from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.preprocessors.pininstance import INSTANCE_CELL, PinInstance
-from attncourse.submissions import solution_submission
+from attncourse.report import build_report
+from attncourse.submissions import solution_submission, write_submission
 
 IDS = [f"s{i:05d}" for i in range(1000)]
 HAND_TESTS = ("q3a_toy_qkv", "q3b_toy_output", "q5a_head_splits", "q5b_concat_output")
@@ -166,19 +169,40 @@ def test_instance_command_prints_the_same_json_every_time(capsys):
 
 
 @pytest.mark.slow
-def test_autograding_draws_the_graded_ids_numbers_and_shows_them(tmp_path):
-    """alice hands in the solution; bob types alice's numbers and writes her id: alice's
-    autograded notebook prints her own numbers, bob's Q3(a) fails naming alice's instance."""
+def test_autograding_grades_each_id_against_its_own_numbers_and_reports_copies(tmp_path):
+    """A class of three on nbgrader's autograde, its roster in the gradebook. alice hands in
+    the solution; bob types alice's Q3(a) numbers and writes her id; carol types alice's
+    Q3(a) and Q5(b) numbers under her own id. alice's autograded notebook prints her own
+    numbers and keeps every point; bob's Q3(a) fails naming alice (he wrote her id); carol's
+    two parts fail saying only "another student's instance", and the report names alice."""
     answers = instance.instance_json("alice")["answers"]
-    copied = 'STUDENT_ID = "alice"\n' + "".join(f"{m} = {answers[m]}\n" for m in "QKV")
+    typed = "".join(f"{m} = {answers[m]}\n" for m in "QKV")
+    q5b = "".join(f"{m} = {answers[m]}\n" for m in ("H_concat", "Y_mha"))
     submissions = {
         "alice": solution_submission(ROOT, "attention_worksheet"),
-        "bob": solution_submission(ROOT, "attention_worksheet", {"q3a_answer": copied}),
+        "bob": solution_submission(
+            ROOT, "attention_worksheet", {"q3a_answer": 'STUDENT_ID = "alice"\n' + typed}
+        ),
+        "carol": solution_submission(
+            ROOT, "attention_worksheet", {"q3a_answer": typed, "q5b_answer": q5b}
+        ),
     }
-    scores = autograde_submissions(tmp_path / "course", "attention_worksheet", submissions)
+    course = prepare(tmp_path / "course", ["attention_worksheet"])
+    with Gradebook(f"sqlite:///{course / GRADEBOOK}") as gb:
+        for student in submissions:  # the roster, as `nbgrader db student import` adds it
+            gb.update_or_create_student(student)
+    for student, nb in submissions.items():
+        write_submission(course, student, "attention_worksheet", nb)
+    nbgrader("autograde", "attention_worksheet", "--force", cwd=course, quiet=True)
+    scores = cell_scores(course, "attention_worksheet")
     assert all(scores["alice"][t][0] == scores["alice"][t][1] for t in HAND_TESTS)
     assert scores["bob"]["q3a_toy_qkv"][0] == 0
-    course = tmp_path / "course"
+    assert [scores["carol"][t][0] for t in HAND_TESTS] == [
+        0,
+        scores["carol"]["q3b_toy_output"][1],
+        scores["carol"]["q5a_head_splits"][1],
+        0,
+    ]
     graded = {
         student: {
             grade_id(c): "".join(o.get("text", "") or o.get("evalue", "") for o in c.outputs)
@@ -192,3 +216,50 @@ def test_autograding_draws_the_graded_ids_numbers_and_shows_them(tmp_path):
     assert "student 'alice'" in graded["alice"][INSTANCE_CELL]
     assert f"X =\n{instance.instance_of('alice')['X']}" in graded["alice"]["q3_given"]
     assert "answers match student 'alice'" in graded["bob"]["q3a_toy_qkv"]
+    for test in ("q3a_toy_qkv", "q5b_concat_output"):
+        assert "answers match another student's instance" in graded["carol"][test]
+        assert "alice" not in graded["carol"][test]
+    page = build_report(course).read_text()
+    assert "answers of carol match student alice&#x27;s instance" in page
+    assert "answers of bob match student alice&#x27;s instance" in page
+
+
+CLASS = ("alice", "bob", "carol")
+
+
+def judged_in_class(names, student):
+    """:func:`judged` with the class roster the grader reads from the gradebook; also the
+    classmates whose instance the answers matched, as the run record keeps them."""
+    ns = StudentNamespace(Session(LocalChannel({"__name__": "__main__", **names})), (), student)
+    ns.roster, ns.instance_matches = lambda: CLASS, []
+    verdicts = {test: verdict.run_check(aw.CHECKS[test], ns, "secret") for test in HAND_TESTS}
+    return verdicts, ns.instance_matches
+
+
+def test_a_classmates_numbers_under_ones_own_id_fail_without_naming_the_classmate():
+    """alice writes her own id but types bob's numbers: every hand part fails saying "another
+    student's instance" (never bob's id); the record names bob for the report. bob's own
+    answers and carol's honest ones keep every point and record nothing."""
+    bobs = instance.instance_json("bob")["answers"]
+    verdicts, matches = judged_in_class({**bobs, "STUDENT_ID": "alice"}, "alice")
+    for test, message in verdicts.items():
+        assert message and "answers match another student's instance" in message, (test, message)
+        assert "bob" not in message and "graded as 'alice'" in message
+    assert matches == [{"part": p, "student": "bob"} for p in ("Q3(a)", "Q3(b)", "Q5(a)", "Q5(b)")]
+    for student in ("bob", "carol"):
+        own = instance.instance_json(student)["answers"]
+        assert judged_in_class(own, student) == (dict.fromkeys(HAND_TESTS), [])
+
+
+def test_a_wrong_answer_is_no_copy_however_small_the_matrices():
+    """A named mistake, or one typo among otherwise own answers, records no classmate."""
+    own = instance.instance_json("carol")["answers"]
+    typo = {**own, "K": (np.array(own["K"]) + np.eye(2)).tolist()}
+    no_w_o = {
+        **own,
+        "Y": (np.array(own["Y"]) @ np.linalg.inv(instance.instance_of("carol")["W_o"])).tolist(),
+    }
+    for names in (typo, no_w_o):
+        verdicts, matches = judged_in_class(names, "carol")
+        assert matches == [] and any(verdicts.values())
+        assert not any("another student" in (m or "") for m in verdicts.values())

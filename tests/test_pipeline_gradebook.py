@@ -67,10 +67,12 @@ def _late_penalty(method="none"):
     return late
 
 
-def test_workers_gradebook_holds_the_assignment_and_no_student(tmp_path):
+def test_workers_gradebook_holds_the_assignment_and_the_roster_but_no_submission(tmp_path):
+    """The roster (the gradebook's students and those who handed in) travels for the checks of
+    per-student numbers; no submission or grade does."""
     url = f"sqlite:///{tmp_path / 'course.db'}"
     _course_gradebook(url)
-    write_assignment_definition(url, "attention", "a1", tmp_path / "scratch.db")
+    write_assignment_definition(url, "attention", "a1", tmp_path / "scratch.db", ["new", "early"])
     db = sqlite3.connect(tmp_path / "scratch.db")
     count = {
         t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
@@ -91,7 +93,7 @@ def test_workers_gradebook_holds_the_assignment_and_no_student(tmp_path):
         "grade_cells": 3,
         "solution_cells": 2,
         "source_cell": 1,
-        "student": 0,
+        "student": 2,
         "submitted_assignment": 0,
         "grade": 0,
     }
@@ -103,6 +105,7 @@ def test_workers_gradebook_holds_the_assignment_and_no_student(tmp_path):
     with closing(Gradebook(f"sqlite:///{tmp_path / 'scratch.db'}", "attention")) as gb:
         assert gb.find_source_cell("t1", *IDS).source == "assert f(1) == 2"
         assert gb.find_assignment("a1").duedate == DUE
+        assert sorted(s.id for s in gb.students) == ["early", "new"]
         gb.add_student("s1")
         gb.add_submission("a1", "s1")  # what autograde does in it
         assert autograde_results(gb.db.bind.url.render_as_string(), "a1", "s1")["notebooks"]

@@ -29,6 +29,7 @@ from attncourse.constants import EXAMPLE_STUDENT, METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.judge.channel import KernelChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
+from attncourse.roster import roster_reader
 from attncourse.runrecord import RunRecord
 from attncourse.sandbox import sparekernel
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
@@ -185,6 +186,9 @@ class ResilientExecute(Execute):
         self._channel = KernelChannel(self._judge_execute)
         student = resources.get("nbgrader", {}).get("student") or EXAMPLE_STUDENT
         self._ns = StudentNamespace(Session(self._channel), code_cells(nb), student)
+        # per-student numbers: the classmates whose instance the answers match, for the report
+        self._ns.roster = roster_reader(resources.get("nbgrader", {}).get("db_url"))
+        self._ns.instance_matches = self._record.instance_matches
         self._probing = None
         self._deadline = time.monotonic() + self.notebook_budget
 

@@ -6,7 +6,14 @@ import torch
 
 from attncourse.judge.checks import answer, call, check_close, fail
 
-from .references import copied_instances, q4_instance, q4_mistakes, q4_reference, two_head_reference
+from .references import (
+    copied_instances,
+    find_classmate,
+    q4_instance,
+    q4_mistakes,
+    q4_reference,
+    two_head_reference,
+)
 from .tolerances import EXACT_TOL
 from .toy import as_matrix
 
@@ -38,9 +45,12 @@ def check_q5_head_splits(ns):
     """The per-head blocks Q_0 .. V_1 are the first and last two columns of Q, K, V."""
     answers = {m: tuple(answer(ns, f"{m}_{h}", "Q5(a)") for h in (0, 1)) for m in "QKV"}
     Q, K, V, _, _, _ = two_head_reference(ns.student)
+    got = {(m, h): as_matrix(answers[m][h], f"Q5(a): {m}_{h}") for m in "QKV" for h in range(2)}
+    classmate = find_classmate(ns, tuple(got.values()), _head_blocks, EXACT_TOL, "Q5(a)")
     for index, (name, M) in enumerate((("Q", Q), ("K", K), ("V", V))):
         for h in range(2):
             other = M[:, 2 * (1 - h) : 2 * (2 - h)]
+            what = f"Q5(a): {name}_{h}"
             mistakes = {
                 f"heads swapped: {name}_{h} is the other head's block": other,
                 "interleaved columns (every other column) instead of a contiguous block": M[
@@ -50,12 +60,11 @@ def check_q5_head_splits(ns):
                     2, 2, 2
                 )[h].T,
                 "transposed block": M[:, 2 * h : 2 * h + 2].T,
-                **copied_instances(ns, partial(_head_block, index=index, h=h)),
+                **copied_instances(ns, partial(_head_block, index=index, h=h), classmate),
             }
-            what = f"Q5(a): {name}_{h}"
             check_close(
                 what,
-                as_matrix(answers[name][h], what),
+                got[name, h],
                 M[:, 2 * h : 2 * h + 2],
                 EXACT_TOL,
                 mistakes=mistakes,
@@ -68,21 +77,29 @@ def check_q5_concat_output(ns):
     H_concat, Y_mha = answer(ns, "H_concat", "Q5(b)"), answer(ns, "Y_mha", "Q5(b)")
     _, _, _, H0, H1, Wo = two_head_reference(ns.student)
     H = torch.cat([H0, H1], dim=1)
+    got_h, got_y = as_matrix(H_concat, "Q5(b): H_concat"), as_matrix(Y_mha, "Q5(b): Y_mha")
+    classmate = find_classmate(
+        ns,
+        (got_h, got_y),
+        lambda other: (_concatenated(other), _two_head_output(other)),
+        EXACT_TOL,
+        "Q5(b)",
+    )
     check_close(
         "Q5(b): H = Concat[H_0, H_1]",
-        as_matrix(H_concat, "Q5(b): H_concat"),
+        got_h,
         H,
         EXACT_TOL,
         mistakes={
             "concatenated in the order [H_1 | H_0]": torch.cat([H1, H0], dim=1),
             "interleaved the heads' columns": torch.stack([H0, H1], dim=2).reshape(2, 4),
-            **copied_instances(ns, lambda other: torch.cat(two_head_reference(other)[3:5], 1)),
+            **copied_instances(ns, _concatenated, classmate),
         },
         shape_cause="concatenate along the feature axis: (n, n_heads d_h) = (2, 4)",
     )
     check_close(
         "Q5(b): Y = H W^(o)",
-        as_matrix(Y_mha, "Q5(b): Y_mha"),
+        got_y,
         torch.matmul(H, Wo),
         EXACT_TOL,
         mistakes={
@@ -93,16 +110,26 @@ def check_q5_concat_output(ns):
                 torch.cat([H1, H0], dim=1), Wo
             ),
             "forgot the output projection": H,
-            **copied_instances(ns, _two_head_output),
+            **copied_instances(ns, _two_head_output, classmate),
         },
         shape_cause="Y = H W^(o) has shape (2, 4)",
     )
+
+
+def _concatenated(student):
+    """Concat[H_0, H_1] of ``student``'s Q5."""
+    return torch.cat(two_head_reference(student)[3:5], dim=1)
 
 
 def _two_head_output(student):
     """Y = Concat[H_0, H_1] W^(o) of ``student``'s Q5."""
     _, _, _, H0, H1, Wo = two_head_reference(student)
     return torch.matmul(torch.cat([H0, H1], dim=1), Wo)
+
+
+def _head_blocks(student):
+    """Q_0, Q_1, K_0, K_1, V_0, V_1 of ``student``'s Q5."""
+    return tuple(_head_block(student, index, h) for index in range(3) for h in range(2))
 
 
 def _head_block(student, index, h):

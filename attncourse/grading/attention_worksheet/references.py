@@ -7,13 +7,14 @@ secret; the notebook's own cells are never trusted. Named mistakes are dicts fro
 wrong output it gives.
 """
 
+import functools
 import hashlib
 
 import numpy as np
 import torch
 
 from attncourse.constants import EXAMPLE_STUDENT
-from attncourse.judge.checks import distinct_dims, generator, rng_for
+from attncourse.judge.checks import distinct_dims, generator, rel_error, rng_for
 
 
 def matrix64(rows):
@@ -99,18 +100,55 @@ def worksheet_instance(student):
     }
 
 
+@functools.lru_cache(maxsize=4096)
+def _drawn(student):
+    """``worksheet_instance(student)``, drawn once per process (a class roster is searched per
+    check, 9 ms an id)."""
+    return worksheet_instance(student)
+
+
 def instance_of(student):
-    """``worksheet_instance(student)`` as float64 numpy arrays."""
-    return {k: np.asarray(v, dtype=np.float64) for k, v in worksheet_instance(student).items()}
+    """``worksheet_instance(student)`` as float64 numpy arrays (fresh copies)."""
+    return {k: np.asarray(v, dtype=np.float64) for k, v in _drawn(student).items()}
 
 
-def copied_instances(ns, answer_of):
+def find_classmate(ns, got, answers_of, tol, part, explained=()):
+    """The classmate whose instance the answers ``got`` of ``part`` come from, or None.
+
+    ``got`` and ``answers_of(id)`` are tuples of matrices (a part's answers). The class roster
+    (``ns.roster()``, the gradebook's students, set by the grader) is searched only when no
+    answer is the graded id's own and none is explained by a named mistake (``explained``:
+    the wrong outputs of the graded id's own instance), and a classmate matches only when
+    every answer is theirs within ``tol`` (a copy, not a coincidence of one small matrix).
+    A match is recorded for the integrity report (``ns.instance_matches``).
+    """
+    roster = getattr(ns, "roster", None)
+    own = answers_of(ns.student)
+    if roster is None or any(rel_error(g, o) <= tol for g, o in zip(got, own, strict=True)):
+        return None
+    if any(rel_error(got[0], e) <= tol for e in explained):
+        return None
+    for other in roster():
+        if other != ns.student and all(
+            rel_error(g, o) <= tol for g, o in zip(got, answers_of(other), strict=True)
+        ):
+            matches = getattr(ns, "instance_matches", None)
+            if matches is not None and {"part": part, "student": other} not in matches:
+                matches.append({"part": part, "student": other})
+            return other
+    return None
+
+
+def copied_instances(ns, answer_of, classmate=None):
     """Named mistakes: ``answer_of(other)`` for each other instance a notebook may hold.
 
-    The others are the example instance (no id set) and the id the notebook's STUDENT_ID
-    names when it is not the graded one; read only to say whose numbers these are.
+    The others are the example instance (no id set), the id the notebook's STUDENT_ID
+    names when it is not the graded one, and ``classmate`` (:func:`find_classmate`), named
+    to the student only as "another student's instance".
     """
     others = {EXAMPLE_STUDENT: "the example instance (no id was set)"}
+    if classmate is not None:
+        others[classmate] = "another student's instance"
     written = ns.get("STUDENT_ID")
     if type(written) is str and written.strip():
         others[written.strip()] = f"student {written.strip()!r}'s instance"

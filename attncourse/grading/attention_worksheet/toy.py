@@ -24,6 +24,7 @@ from attncourse.judge.remote import Remote
 
 from .references import (
     copied_instances,
+    find_classmate,
     linear_weight_mistakes,
     matrix64,
     projection_mistakes,
@@ -59,15 +60,17 @@ def as_matrix(value, what):
 def check_q3_toy_qkv(ns):
     """Q, K, V of the toy example, typed or computed, equal X W^(q), X W^(k), X W^(v)."""
     X, Wq, Wk, Wv, _, _ = toy_reference(ns.student)
+    got = {name: as_matrix(answer(ns, name, "Q3(a)"), f"Q3(a): {name}") for name in "QKV"}
+    classmate = find_classmate(ns, tuple(got.values()), _projections, EXACT_TOL, "Q3(a)")
     for index, (name, W) in enumerate((("Q", Wq), ("K", Wk), ("V", Wv))):
         check_close(
             f"Q3(a): {name}",
-            as_matrix(answer(ns, name, "Q3(a)"), f"Q3(a): {name}"),
+            got[name],
             torch.matmul(X, W),
             EXACT_TOL,
             mistakes={
                 **projection_mistakes(X, W),
-                **copied_instances(ns, partial(_projection, index=index)),
+                **copied_instances(ns, partial(_projection, index=index), classmate),
             },
         )
 
@@ -76,6 +79,11 @@ def _projection(student, index):
     """Q, K or V (``index`` 0, 1, 2) of ``student``'s Q3."""
     X, *weights = toy_reference(student)
     return torch.matmul(X, weights[index])
+
+
+def _projections(student):
+    """Q, K and V of ``student``'s Q3."""
+    return tuple(_projection(student, index) for index in range(3))
 
 
 def _output(student):
@@ -106,9 +114,12 @@ def check_q3_toy_output(ns):
             ),
             Wo,
         ),
-        **copied_instances(ns, _output),
     }
     got = as_matrix(answer(ns, "Y", "Q3(b)"), "Q3(b): Y")
+    classmate = find_classmate(
+        ns, (got,), lambda other: (_output(other),), APPROX_TOL, "Q3(b)", mistakes.values()
+    )
+    mistakes.update(copied_instances(ns, _output, classmate))
     try:
         check_close("Q3(b): Y", got, torch.matmul(H, Wo), APPROX_TOL, mistakes=mistakes)
     except GradingError:
