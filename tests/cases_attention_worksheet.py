@@ -100,7 +100,9 @@ def for_student(source, student):
     own = instance_json(student)["answers"]
     for name in EXAMPLE:
         source = source.replace(typed(name), typed(name, own))
-    return source.replace(exact_y(2), exact_y(2, student))
+    for decimals in (2, 3):
+        source = source.replace(exact_y(decimals), exact_y(decimals, student))
+    return source
 
 
 FOR_STUDENT = for_student
@@ -291,6 +293,17 @@ ROWS = [
     # Q3(b): Y
     ("q3b", "typed_rounded", f"Y = {typed('Y')}\n", ()),
     ("q3b", "typed_two_decimals", f"Y = {exact_y(2)}\n", ()),
+    ("q3b", "typed_three_decimals", f"Y = {exact_y(3)}\n", ()),
+    (
+        "q3b",
+        "float32_softmax",
+        "t = {k: torch.tensor(v, dtype=torch.float32) for k, v in dict(X=X, o=W_o).items()}\n"
+        "S = t['X'] @ torch.tensor(W_q).float() @ (t['X'] @ torch.tensor(W_k).float()).T\n"
+        "A = torch.softmax(S / torch.sqrt(torch.tensor(2.0)), dim=-1)\n"
+        "Y = torch.einsum('nm,me,ef->nf', A, t['X'] @ torch.tensor(W_v).float(), t['o'])\n",
+        (),
+    ),
+    ("q3b", "typo_of_a_half", f"Y = {typed('Y', typo=(0, 1, 0.5))}\n", True),
     ("q3b", "a_classmates_numbers", f"Y = {typed('Y', OTHER)}\n", True),
     (
         "q3b",

@@ -48,6 +48,7 @@ def worksheet_instance(student):
         Q, K, V = X @ W_q, X @ W_k, X @ W_v
         gaps = (Q @ K.T) @ np.array([1, -1])  # row i: score of key 0 minus score of key 1
         weights = np.exp(Q @ K.T / np.sqrt(2))
+        columns = weights  # exp of the scores; normalised over the wrong axis below
         weights = weights / weights.sum(axis=1, keepdims=True)
         A_approx = np.round(weights, 1)
         Y = A_approx @ V @ W_o
@@ -66,6 +67,16 @@ def worksheet_instance(student):
             and (np.diag(W_o) != 0).all()
             and (Y != 0).all()
             and np.abs(weights @ V @ W_o - Y).max() <= 3e-3 * np.abs(Y).max()
+            and all(  # each named mistake of (b) is 1 or more off, in some entry, both ways
+                min(np.abs(M - Y).max(), np.abs(M - weights @ V @ W_o).max()) >= 1
+                for M in (
+                    A_approx @ V,
+                    A_approx.T @ V @ W_o,
+                    W_o @ A_approx @ V,
+                    A_approx @ X @ W_o,
+                    columns / columns.sum(axis=0) @ V @ W_o,
+                )
+            )
         )
         if plain:
             break
@@ -112,25 +123,26 @@ def instance_of(student):
     return {k: np.asarray(v, dtype=np.float64) for k, v in _drawn(student).items()}
 
 
-def find_classmate(ns, got, answers_of, tol, part, explained=()):
+def find_classmate(ns, got, answers_of, tol, part, explained=(), distance=rel_error):
     """The classmate whose instance the answers ``got`` of ``part`` come from, or None.
 
     ``got`` and ``answers_of(id)`` are tuples of matrices (a part's answers). The class roster
     (``ns.roster()``, the gradebook's students, set by the grader) is searched only when no
     answer is the graded id's own and none is explained by a named mistake (``explained``:
     the wrong outputs of the graded id's own instance), and a classmate matches only when
-    every answer is theirs within ``tol`` (a copy, not a coincidence of one small matrix).
+    every answer is theirs within ``tol`` (a copy, not a coincidence of one small matrix),
+    measured by ``distance`` (the check's own).
     A match is recorded for the integrity report (``ns.instance_matches``).
     """
     roster = getattr(ns, "roster", None)
     own = answers_of(ns.student)
-    if roster is None or any(rel_error(g, o) <= tol for g, o in zip(got, own, strict=True)):
+    if roster is None or any(distance(g, o) <= tol for g, o in zip(got, own, strict=True)):
         return None
-    if any(rel_error(got[0], e) <= tol for e in explained):
+    if any(distance(got[0], e) <= tol for e in explained):
         return None
     for other in roster():
         if other != ns.student and all(
-            rel_error(g, o) <= tol for g, o in zip(got, answers_of(other), strict=True)
+            distance(g, o) <= tol for g, o in zip(got, answers_of(other), strict=True)
         ):
             matches = getattr(ns, "instance_matches", None)
             if matches is not None and {"part": part, "student": other} not in matches:

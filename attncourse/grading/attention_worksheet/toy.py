@@ -7,7 +7,6 @@ import numpy as np
 import torch
 
 from attncourse.judge.checks import (
-    GradingError,
     answer,
     call,
     check_close,
@@ -30,7 +29,7 @@ from .references import (
     projection_mistakes,
     toy_reference,
 )
-from .tolerances import APPROX_TOL, EXACT_TOL, FLOAT32_TOL
+from .tolerances import EXACT_TOL, FLOAT32_TOL, TYPED_TOL
 
 
 def as_matrix(value, what):
@@ -86,20 +85,29 @@ def _projections(student):
     return tuple(_projection(student, index) for index in range(3))
 
 
-def _output(student):
-    """Y of ``student``'s Q3 from the rounded weights."""
-    X, _, _, Wv, Wo, A = toy_reference(student)
-    return torch.matmul(torch.matmul(A, torch.matmul(X, Wv)), Wo)
-
-
-def check_q3_toy_output(ns):
-    """Y of the toy example from the given (rounded) weights, or from the exact softmax."""
-    X, Wq, Wk, Wv, Wo, A = toy_reference(ns.student)
+def _outputs(student):
+    """Y of ``student``'s Q3 from the rounded weights and from the exact softmax."""
+    X, Wq, Wk, Wv, Wo, A = toy_reference(student)
     V = torch.matmul(X, Wv)
-    H = torch.matmul(A, V)
     exact = torch.softmax(
         torch.matmul(torch.matmul(X, Wq), torch.matmul(X, Wk).T) / math.sqrt(2.0), dim=-1
     )
+    return torch.matmul(torch.matmul(A, V), Wo), torch.matmul(torch.matmul(exact, V), Wo)
+
+
+def largest_difference(got, ref):
+    """The largest entry-wise difference |got - ref| (inf for another shape or a non-finite entry)."""
+    if tuple(got.shape) != tuple(ref.shape) or not bool(torch.isfinite(got).all()):
+        return math.inf
+    return float((got - ref).abs().max())
+
+
+def check_q3_toy_output(ns):
+    """Y of the toy example from the given (rounded) weights, or from the exact softmax, each
+    typed entry within ``TYPED_TOL`` of one of the two."""
+    X, Wq, Wk, Wv, Wo, A = toy_reference(ns.student)
+    V = torch.matmul(X, Wv)
+    H = torch.matmul(A, V)
     mistakes = {
         "forgot the output projection: that is H, not Y = H W^(o)": H,
         "weights applied transposed: A^T V instead of A V": torch.matmul(torch.matmul(A.T, V), Wo),
@@ -116,15 +124,31 @@ def check_q3_toy_output(ns):
         ),
     }
     got = as_matrix(answer(ns, "Y", "Q3(b)"), "Q3(b): Y")
+
+    def output(student):  # of the student's two Ys, the one nearer the answer
+        return min(_outputs(student), key=lambda Y: largest_difference(got, Y))
+
     classmate = find_classmate(
-        ns, (got,), lambda other: (_output(other),), APPROX_TOL, "Q3(b)", mistakes.values()
+        ns,
+        (got,),
+        lambda other: (output(other),),
+        TYPED_TOL,
+        "Q3(b)",
+        mistakes.values(),
+        distance=largest_difference,
     )
-    mistakes.update(copied_instances(ns, _output, classmate))
-    try:
-        check_close("Q3(b): Y", got, torch.matmul(H, Wo), APPROX_TOL, mistakes=mistakes)
-    except GradingError:
-        check_close(
-            "Q3(b): Y", got, torch.matmul(torch.matmul(exact, V), Wo), APPROX_TOL, mistakes=mistakes
+    mistakes.update(copied_instances(ns, output, classmate))
+    references = _outputs(ns.student)
+    if tuple(got.shape) != (2, 2):
+        fail("Q3(b): Y has the wrong shape", (2, 2), tuple(got.shape), "Y = H W^(o) is (n, d)")
+    err = min(largest_difference(got, ref) for ref in references)
+    if not err <= TYPED_TOL:
+        near = [(largest_difference(got, wrong), name) for name, wrong in mistakes.items()]
+        fail(
+            "Q3(b): Y differs from H W^(o) (from the rounded or from the exact weights)",
+            f"every entry within {TYPED_TOL} of one of them",
+            f"an entry {err:.3g} away" if math.isfinite(err) else "NaN or inf",
+            min(near)[1] if near and min(near)[0] <= TYPED_TOL else None,
         )
 
 
