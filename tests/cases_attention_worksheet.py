@@ -488,6 +488,28 @@ ROWS = [
     ),
     (
         "q4c",
+        "float32_outer_split",
+        splits(
+            "return torch.stack((X.float() @ W.float()).split(d_h, dim=1))",
+            "return torch.einsum('nd,dhe->hne', X.float(), W.float().view(d, n_heads, d_h))",
+        ),
+        (),
+    ),
+    (
+        "q4c",
+        "preallocated_in_place",
+        splits(
+            "out = torch.empty(n_heads, n, d_h, dtype=X.dtype)\n"
+            "    torch.matmul(X, W.view(d, n_heads, d_h).transpose(0, 1), out=out)\n"
+            "    return out",
+            "out = X.new_zeros(n_heads, X.shape[0], d_h)\n"
+            "    out.copy_(torch.bmm(X.expand(n_heads, -1, -1), W.view(d, n_heads, d_h).permute(1, 0, 2)))\n"
+            "    return out",
+        ),
+        (),
+    ),
+    (
+        "q4c",
         "reshape_mixes_rows",
         splits("return (X @ W).reshape(n_heads, n, d_h)", SOL_PER_HEAD),
         ["q4c_chunk_after_projection"],

@@ -9,7 +9,8 @@ case it prints how often the verdict was wrong (a correct answer failed, a mista
 passed) and the extreme ratios over the secrets: for a correct answer the largest
 ratio of the comparisons that passed (its margin below the tolerance), for a mistake
 the smallest ratio of those that failed (its margin above it). Q3(b) accepts either
-of two references, so only the comparison that decided counts.
+of two references, so only the comparison that decided counts (its ratio is the largest
+entry-wise difference over TYPED_TOL).
 """
 
 import argparse
@@ -56,8 +57,14 @@ def _install_recorders():
         RECORDS.append((err, _ratio(err, tolerances.FLOAT32_TOL)))
         return err
 
+    def recording_difference(got, ref):  # Q3(b): typed entries against TYPED_TOL
+        err = largest_difference(got, ref)
+        RECORDS.append((err, _ratio(err, tolerances.TYPED_TOL)))
+        return err
+
     check_close = rebind(aw, "check_close", recording_close)
     rel_error = rebind(aw, "rel_error", recording_rel_error)
+    largest_difference = rebind(aw, "largest_difference", recording_difference)
 
 
 def measure_case(args):

@@ -14,7 +14,7 @@ from .references import (
     q4_reference,
     two_head_reference,
 )
-from .tolerances import EXACT_TOL
+from .tolerances import EXACT_TOL, FLOAT32_TOL
 from .toy import as_matrix
 
 
@@ -35,7 +35,7 @@ def check_q4_split(ns, which):
         f"Q4(c): {which}(X, W, n_heads={H}) with n={n}, d_h={d_h}",
         got,
         reference,
-        EXACT_TOL,
+        FLOAT32_TOL,
         mistakes=q4_mistakes(X, W, H, d_h, reference),
         shape_cause="expected (n_heads, n, d_h): move the head axis first",
     )
