@@ -14,7 +14,7 @@ ROUNDS ?= 2
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: venv demo test test-fast lint format release grade feedback export report scan similarity bench \
+.PHONY: venv demo test test-fast accept-secrets lint format release grade feedback export report scan similarity bench \
 	collect return-feedback collect-lms release-zip formgrader workload classroom clean
 PORT ?= 8888
 # make classroom: the hub's address is 127.0.0.1:HUB_PORT; its accounts, homes and exchange live in CLASSROOM
@@ -40,10 +40,13 @@ demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedb
 	$(BIN)/attncourse demo $(AT)
 
 test: venv $(PROXY)  ## the whole pytest suite
-	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25 -m "not secrets"
+
+accept-secrets: venv  ## every correct alternative of the statistical checks under 100 secrets (minutes; not in make test)
+	$(BIN)/python -m pytest -n auto -m secrets
 
 test-fast: venv  ## in parallel, no kernel started: no autograde run, sandbox or browser
-	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow and not browser and not kernel"
+	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow and not browser and not kernel and not secrets"
 
 lint: venv
 	$(BIN)/ruff check .

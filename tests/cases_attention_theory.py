@@ -122,6 +122,21 @@ ROWS = [
         (),
     ),
     ("c", "huge_scale", c_query("return 1e4 * (K[i] + K[j])"), ()),
+    (  # any beta large enough: (n - 2) e^-beta / 2 <= 1e-3 for beta = log(1e4 n)
+        "c",
+        "beta_from_n",
+        c_query("return float(np.log(1e4 * K.shape[0])) * (K[i] + K[j])"),
+        (),
+    ),
+    (
+        "c",
+        "preallocated_in_place",
+        c_query(
+            "q = torch.zeros(K.shape[1], dtype=K.dtype)\nq.add_(K[i], alpha=40.0)\n"
+            "q.add_(K[j], alpha=40.0)\nreturn q"
+        ),
+        (),
+    ),
     ("c", "scale_one", c_query("return K[i] + K[j]"), True),
     ("c", "one_key_only", c_query("return 20 * K[i]"), True),
     ("c", "difference", c_query("return 20 * (K[i] - K[j])"), True),
@@ -154,6 +169,13 @@ ROWS = [
         (),
     ),
     ("d", "general_projector", d_matrix("return 2 * S @ torch.linalg.inv(S.T @ S) @ S.T"), ()),
+    ("d", "pseudo_inverse", d_matrix("return 2 * S @ torch.linalg.pinv(S)"), ()),
+    (
+        "d",
+        "qr_projector",
+        d_matrix("B, _ = torch.linalg.qr(S)\nreturn 2 * torch.einsum('ik,jk->ij', B, B)"),
+        (),
+    ),
     ("d", "no_factor_two", d_matrix("return S @ S.T"), True),
     ("d", "gram_not_projector", d_matrix("return 2 * S.T @ S"), True),
     ("d", "projects_onto_t", d_matrix("return 2 * T @ T.T"), True),
@@ -175,6 +197,15 @@ ROWS = [
     ("e", "constant_twenty", e_query("return 20.0 * mu[[i, j]].sum(0)"), ()),
     ("e", "fifth_root", e_query("return eps**-0.2 * (mu[i] + mu[j])"), ()),
     ("e", "log_scale", e_query("return -np.log(eps) * (mu[i] + mu[j])"), ()),
+    (
+        "e",
+        "einsum_weighted_means",
+        e_query(
+            "w = torch.full((2,), 12.0, dtype=mu.dtype)\n"
+            "return torch.einsum('k,kd->d', w, mu[[i, j]])"
+        ),
+        (),
+    ),
     ("e", "scale_one", e_query("return mu[i] + mu[j]"), True),
     ("e", "inverse_std", e_query("return eps**-0.5 * (mu[i] + mu[j])"), True),
     ("e", "inverse_variance", e_query("return (mu[i] + mu[j]) / eps"), True),
@@ -202,6 +233,17 @@ ROWS = [
             "cov[x] += torch.outer(mu[x], mu[x]) / 2\nL = torch.linalg.cholesky(cov)\n"
             "z = torch.randn(n_samples, n, d, 1, generator=generator, dtype=mu.dtype)\n"
             "return mu + (L @ z)[..., 0]"
+        ),
+        (),
+    ),
+    (
+        "f",
+        "symmetric_square_root",
+        f_keys(
+            F_NOISE + "cov = eps * torch.eye(d, dtype=mu.dtype) + torch.outer(mu[x], mu[x]) / 2\n"
+            "w, U = torch.linalg.eigh(cov)\nroot = U @ torch.diag(w.sqrt()) @ U.T\n"
+            "g = torch.randn(n_samples, d, generator=generator, dtype=mu.dtype)\n"
+            "keys[:, x] = mu[x] + g @ root\nreturn keys"
         ),
         (),
     ),
@@ -320,6 +362,17 @@ ROWS = [
         attention(
             "S = Q @ K.mT\nE = torch.exp(S - S.amax(dim=-1, keepdim=True))\n"
             "A = E / E.sum(dim=-1, keepdim=True)\nreturn A @ V, A"
+        ),
+        (),
+    ),
+    (
+        "lab_attention",
+        "preallocated_in_place",
+        attention(
+            "B, m, n = Q.shape[0], Q.shape[1], K.shape[1]\n"
+            "A = torch.empty(B, m, n, dtype=Q.dtype)\nC = torch.empty(B, m, V.shape[-1], dtype=Q.dtype)\n"
+            "torch.matmul(Q, K.transpose(-2, -1), out=A)\nA.sub_(A.amax(-1, keepdim=True)).exp_()\n"
+            "A.div_(A.sum(-1, keepdim=True))\ntorch.matmul(A, V, out=C)\nreturn C, A"
         ),
         (),
     ),
@@ -795,6 +848,19 @@ ROWS = [
             + "keys = mu + eps_values.sqrt()[:, None, None, None] * z.double()\n"
             + NOISE_WEIGHTS
             + "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
+        ),
+        (),
+    ),
+    (  # the scores k_l . q drawn directly: mu_l . q + sqrt(eps) |q| g, the same distribution
+        "lab_noise",
+        "scores_drawn_directly",
+        noise(
+            "n = mu.shape[0]\n"
+            + NOISE_TARGET
+            + "g = torch.randn(len(eps_values), n_samples, n, generator=generator, dtype=mu.dtype)\n"
+            "spread = (eps_values.sqrt() * queries.norm(dim=-1))[:, None, None]\n"
+            "alpha = torch.softmax((queries @ mu.T)[:, None, :] + spread * g, -1)\n"
+            "return 0.5 * (alpha - t).abs().sum(-1).mean(-1)"
         ),
         (),
     ),

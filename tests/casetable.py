@@ -321,6 +321,18 @@ def assert_verdicts(case, verdicts, tests):
             assert error is None, f"{case.id}: {test} rejected a correct answer:\n{error}"
 
 
+def assert_no_point_lost(table, case, secrets, tests):
+    """``case`` (a correct alternative) keeps every point of ``tests`` under every secret."""
+    verdicts = table.judge_secrets(case, secrets, tests)
+    assert set(verdicts) == set(tests)
+    lost = {
+        test: (sum(message is not None for message in messages), next(filter(None, messages)))
+        for test, messages in verdicts.items()
+        if any(messages)
+    }
+    assert not lost, f"{case.id} lost points under some of {len(secrets)} secrets: {lost}"
+
+
 def assert_table_size(table, min_right=4, min_wrong=8):
     """Every answer cell has ``min_right`` correct and ``min_wrong`` wrong cases in its question.
 

@@ -7,6 +7,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 from casetable import (
+    assert_no_point_lost,
     calls,
     kernel_requests,
     load,
@@ -78,11 +79,4 @@ def test_correct_alternative_keeps_every_point_under_100_secrets(case):
     and positions. The rule checks read the source (one run of a small model decides whether
     it works), so one secret per run of ``test_case_in_process`` covers them."""
     tests = [test for test in TABLE.groups[case.group][1] if not test.endswith("_rules")]
-    verdicts = TABLE.judge_secrets(case, SECRETS, tests)
-    assert set(verdicts) == set(tests)
-    lost = {
-        test: (sum(message is not None for message in messages), next(filter(None, messages)))
-        for test, messages in verdicts.items()
-        if any(messages)
-    }
-    assert not lost, f"{case.id} lost points under some of {len(SECRETS)} secrets: {lost}"
+    assert_no_point_lost(TABLE, case, SECRETS, tests)

@@ -10,7 +10,7 @@ from .references import (
     F64,
     orthonormal_rows,
     recovery_mistakes,
-    sample_noisy_keys,
+    sample_noisy_scores,
     subspaces,
     tv_to_average,
     weights,
@@ -106,8 +106,8 @@ def check_query_for_noisy_keys(ns):
         q = _vector(
             call(fn, (mu, i, j, eps), f"query_for_noisy_keys(mu, {i}, {j}, {eps})"), d, "(e): q"
         )
-        keys = sample_noisy_keys(mu, eps, NOISY_DRAWS, generator(f"theory-e-keys-{trial}"))
-        alpha = torch.softmax(keys @ q, dim=-1)  # (draws, n)
+        gen = generator(f"theory-e-keys-{trial}")
+        alpha = torch.softmax(sample_noisy_scores(mu, q, eps, NOISY_DRAWS, gen), -1)  # (draws, n)
         tv = tv_to_average(alpha, i, j)
         if beyond(float(tv.mean()), NOISY_TV):
             mean_alpha = alpha.mean(0)

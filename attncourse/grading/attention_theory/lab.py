@@ -25,6 +25,7 @@ from .references import (
     lab_attention_reference,
     lab_instance,
     orthonormal_rows,
+    sample_noisy_scores,
     tv_to_average,
 )
 from .simulation import kernel_generator
@@ -269,9 +270,8 @@ def check_lab_noise_sweep(ns):
     if tuple(got.shape) != (len(eps_values),):
         fail("Lab (e): one error per eps", (len(eps_values),), tuple(got.shape))
     draws = 10 * NOISE_DRAWS
-    noise = torch.randn(len(eps_values), draws, n, d, generator=generator("lab-noise"), dtype=F64)
-    keys = mu + eps_values.sqrt()[:, None, None, None] * noise
-    scores = (keys @ queries[:, None, :, None])[..., 0]  # (eps, draws, n)
+    mus = mu.expand(len(eps_values), n, d)
+    scores = sample_noisy_scores(mus, queries, eps_values, draws, generator("lab-noise"))
     tv = tv_to_average(torch.softmax(scores, -1), i, j)  # (eps, draws)
     ref, sd = tv.mean(-1), tv.std(-1)
     tol = NOISE_SE * sd * math.sqrt(1 / NOISE_DRAWS + 1 / draws) + NOISE_REL * ref
@@ -287,7 +287,3 @@ def check_lab_noise_sweep(ns):
             "eps is the variance of the key noise (std sqrt(eps)), queries[e] goes with "
             "eps_values[e]; total variation is half the L1 distance to (1/2 on i, 1/2 on j)",
         )
-
-
-# grade_id of each test cell -> the check the judge runs for it
-# (tests/test_assignments.py: exactly the test cells of the source notebook)

@@ -59,13 +59,25 @@ def recovery_mistakes(C, v_i, v_j):
 # ---------------------------------------------------------------------------- (e), (f)
 
 
-def sample_noisy_keys(mu, eps, n_samples, gen, x=None):
-    """Keys k_l ~ N(mu_l, eps I); with x, key x has covariance eps I + mu_x mu_x^T / 2."""
-    keys = mu + math.sqrt(eps) * torch.randn(n_samples, *mu.shape, generator=gen, dtype=F64)
+def sample_noisy_scores(mu, q, eps, n_samples, gen, x=None):
+    """Scores k_l . q of keys k_l ~ N(mu_l, eps I) (with x: key x's covariance is
+    eps I + mu_x mu_x^T / 2), drawn directly: (n_samples, n).
+
+    The keys' scores in distribution, d times cheaper than drawing keys: the noise of key l
+    is N(0, eps I), so its score
+    is mu_l . q + sqrt(eps) |q| g_l with g_l ~ N(0, 1), independent across keys; key x's
+    extra z mu_x / sqrt(2) adds z (mu_x . q) / sqrt(2). ``mu`` (n, d) or (E, n, d) with ``q``
+    (d,) or (E, d) and ``eps`` a number or (E,): a leading axis E of sweeps, (E, n_samples, n).
+    """
+    mean = (mu @ q[..., None])[..., 0]  # (n,) or (E, n)
+    spread = torch.as_tensor(eps, dtype=F64).sqrt() * q.norm(dim=-1)  # () or (E,)
+    shape = (*mean.shape[:-1], n_samples, mean.shape[-1])
+    g = torch.randn(shape, generator=gen, dtype=F64)
+    scores = mean[..., None, :] + spread[..., None, None] * g
     if x is not None:
-        z = torch.randn(n_samples, 1, generator=gen, dtype=F64)
-        keys[:, x] = keys[:, x] + z * mu[x] / math.sqrt(2.0)
-    return keys  # (n_samples, n, d)
+        z = torch.randn(*shape[:-1], generator=gen, dtype=F64)
+        scores[..., x] += z * mean[..., x, None] / math.sqrt(2.0)
+    return scores
 
 
 def f_instance(name):

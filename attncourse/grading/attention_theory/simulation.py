@@ -11,7 +11,7 @@ from attncourse.judge.remote import Remote, StudentRaised
 from .references import (
     F64,
     f_instance,
-    sample_noisy_keys,
+    sample_noisy_scores,
     sim_instance,
     tip_statistics,
     variance_along,
@@ -109,9 +109,13 @@ def check_simulated_outputs(ns):
     fn = answer(ns, "simulate_outputs", "(f)")
     n, d, x, i, j, eps, beta, mu, V = sim_instance()
     q = beta * (mu[i] + mu[j])
-    gen = kernel_generator(ns, "theory-f-sim-kernel", "(f)")
+    kernel_gen = kernel_generator(ns, "theory-f-sim-kernel", "(f)")
     C = tensor(
-        call(fn, (mu, V, q, eps, x, F_SAMPLES, gen), "simulate_outputs(mu, V, q, eps, x, N, g)"),
+        call(
+            fn,
+            (mu, V, q, eps, x, F_SAMPLES, kernel_gen),
+            "simulate_outputs(mu, V, q, eps, x, N, g)",
+        ),
         "(f): outputs",
     )
     if tuple(C.shape) != (F_SAMPLES, V.shape[1]):
@@ -123,8 +127,9 @@ def check_simulated_outputs(ns):
         )
     if not bool(torch.isfinite(C).all()):
         fail("(f): the simulated outputs", "finite entries", "NaN or inf")
-    keys = sample_noisy_keys(mu, eps, 5 * F_SAMPLES, generator("theory-f-sim-reference"), x=x)
-    ref = tip_statistics(torch.softmax(keys @ q, -1) @ V, V[i], V[j])
+    gen = generator("theory-f-sim-reference")
+    scores = sample_noisy_scores(mu, q, eps, 5 * F_SAMPLES, gen, x=x)
+    ref = tip_statistics(torch.softmax(scores, -1) @ V, V[i], V[j])
     got = tip_statistics(C, V[i], V[j])
     name = worst_beyond([(name, abs(got[name] - value), SIM_TOL) for name, value in ref.items()])
     if name is not None:
