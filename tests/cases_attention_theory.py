@@ -176,6 +176,7 @@ ROWS = [
         d_matrix("B, _ = torch.linalg.qr(S)\nreturn 2 * torch.einsum('ik,jk->ij', B, B)"),
         (),
     ),
+    ("d", "float32_matrix", d_matrix("return (2 * S @ S.T).float()"), True),
     ("d", "no_factor_two", d_matrix("return S @ S.T"), True),
     ("d", "gram_not_projector", d_matrix("return 2 * S.T @ S"), True),
     ("d", "projects_onto_t", d_matrix("return 2 * T @ T.T"), True),
@@ -611,6 +612,15 @@ ROWS = [
     ),
     ("lab_sharpen", "sigmoid", sharpen("return torch.sigmoid(torch.outer(betas, K @ u))"), True),
     # Lab 4: distance from an even split, for (c)
+    (  # the text asks for the inputs' dtype
+        "lab_pair",
+        "float32_distance",
+        pair(
+            "t = torch.zeros_like(A, dtype=torch.float32)\nrows = torch.arange(A.shape[0])\n"
+            "t[rows, I] = 0.5\nt[rows, J] = 0.5\nreturn (0.5 * (A.float() - t).abs().sum(-1)).double()"
+        ),
+        True,
+    ),
     (
         "lab_pair",
         "one_hot",
@@ -959,3 +969,9 @@ ROWS = [
 ]
 
 CASES = cases_table(GROUPS, ROWS)
+
+MESSAGES = {
+    "lab_attention:float32_softmax": ("lab_attention", "a step was in float32"),
+    "lab_pair:float32_distance": ("lab_pair_distance", "a step was in float32"),
+    "d:float32_matrix": ("d_recovery_matrix", "float32"),
+}

@@ -4,7 +4,17 @@ the points, not only the model answer's."""
 
 import torch
 
-from attncourse.judge.checks import answer, call, check_close, fail, generator, rng_for, tensor
+from attncourse.judge.checks import (
+    GradingError,
+    answer,
+    call,
+    check_close,
+    fail,
+    generator,
+    rel_error,
+    rng_for,
+    tensor,
+)
 
 from .references import (
     F64,
@@ -15,7 +25,23 @@ from .references import (
     tv_to_average,
     weights,
 )
-from .tolerances import AVERAGE_TV, NOISY_DRAWS, NOISY_TV, RECOVERY_TOL, beyond
+from .tolerances import AVERAGE_TV, FLOAT32_BAND, NOISY_DRAWS, NOISY_TV, RECOVERY_TOL, beyond
+
+
+def check_in_dtype(what, got, ref, tol, mistakes=None, shape_cause=None):
+    """:func:`check_close` for answers the text asks to compute in their inputs' dtype: a
+    failure whose error is float32's rounding (at most ``FLOAT32_BAND``) and no named
+    mistake says that a step was taken in float32."""
+    try:
+        return check_close(what, got, ref, tol, mistakes, shape_cause)
+    except GradingError as error:
+        message = str(error)
+        if "likely cause:" not in message and rel_error(tensor(got, what), ref) <= FLOAT32_BAND:
+            message += (
+                "\n  likely cause: a step was in float32 (an error of float32's rounding, about "
+                "1e-7): the text asks every step in the inputs' dtype, float64"
+            )
+        raise GradingError(message) from None
 
 
 def _vector(value, d, what):
@@ -85,7 +111,7 @@ def check_recovery_matrix(ns):
             mistakes["column-vector convention: M c = v_i holds but the question asks c M"] = (
                 M @ C.T
             ).T
-        check_close(
+        check_in_dtype(
             f"(d): c M for 6 random (v_i, v_j), d={d}, dim S={s}, dim T={t}",
             C @ M,
             v_i,

@@ -10,7 +10,6 @@ from attncourse.judge import rules
 from attncourse.judge.checks import (
     answer,
     call,
-    check_close,
     distinct_dims,
     fail,
     generator,
@@ -18,6 +17,7 @@ from attncourse.judge.checks import (
     tensor,
 )
 
+from .constructions import check_in_dtype
 from .references import (
     F64,
     even_split,
@@ -58,7 +58,7 @@ def check_lab_attention(ns):
             mistakes["overflow: exp of large scores without subtracting the maximum"] = (
                 A_ref * float("nan")
             )
-        check_close(
+        check_in_dtype(
             what,
             out[1],
             A_ref,
@@ -66,7 +66,7 @@ def check_lab_attention(ns):
             mistakes=mistakes,
             shape_cause="A is (B, m, n): one row of n weights per query",
         )
-        check_close(
+        check_in_dtype(
             f"Lab: outputs C (B={dims['B']}, m={dims['m']}, d_v={dims['d_v']})",
             out[0],
             C_ref,
@@ -149,7 +149,7 @@ def check_lab_weights_along(ns):
     u = torch.randn(d, generator=gen, dtype=F64) * rng.uniform(0.5, 2.0)  # not of unit norm
     betas = torch.tensor(SHARPEN_BETAS, dtype=F64) * rng.uniform(0.1, 0.2)
     scores = betas[:, None] * (K @ u)[None, :]  # (m, n)
-    check_close(
+    check_in_dtype(
         f"Lab (b): weights for the queries beta u, {len(betas)} betas (n={n}, d={d})",
         call(fn, (K, u, betas), "weights_along(K, u, betas)"),
         torch.softmax(scores, -1),
@@ -192,7 +192,7 @@ def check_lab_pair_distance(ns):
     only_i = torch.zeros(B, n, dtype=F64)
     only_i[torch.arange(B), idx_i] = 1.0
     ref = 0.5 * (A - target).abs().sum(-1)
-    check_close(
+    check_in_dtype(
         f"Lab (c): distances of {B} rows of {n} weights from the even split",
         call(fn, (A, idx_i, idx_j), "pair_distance(A, I, J)"),
         ref,
@@ -226,7 +226,7 @@ def check_lab_recovery_errors(ns):
     )
     columns = (M @ C[:, :, None])[..., 0]  # (B, d): M_b c_b
     gap = (rows - V).norm(dim=-1)
-    check_close(
+    check_in_dtype(
         f"Lab (d): relative errors for a batch (B={B}, d={d})",
         call(fn, (C, M, V), "recovery_errors(C, M, V)"),
         gap / V.norm(dim=-1),

@@ -62,6 +62,13 @@ SIM_TOL = 0.03
 # mistakes >= 7.8e-3 (the largest difference instead of the total variation); recovery_errors
 # correct <= 3.7e-16, mistakes >= 0.059 (relative L1 error). 1e-9 is far from both.
 LAB_TOL = 1e-9
+# The text: "compute in their inputs' dtype: the labs are checked to about 1e-9, so a step
+# taken in float32 (a float32 softmax included), which rounds to about 1e-7, loses the points
+# of that check"; it holds for (d) too (all code answers). A float32 step is a mistake here,
+# and is named one only on the evidence: an error above LAB_TOL and at most FLOAT32_BAND.
+# Measured: float32 softmax, float32 scores, float32 total variation 2.5e-8 .. 7e-8; every
+# named mistake is at 7.8e-3 or more, so nothing else lands in the band.
+FLOAT32_BAND = 1e-4
 
 # Lab (e): the student's mean total variation per eps (N = 4000 draws of their own, from a
 # kernel generator seeded by the secret) against the judge's mean over 10 N independent draws.
