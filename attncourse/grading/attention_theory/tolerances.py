@@ -6,20 +6,27 @@ secret with overwhelming probability. Every statistical threshold is compared th
 
 import math
 
-# (c): weights within 1e-3 of (1/2, 1/2, 0, ...) in total variation, as the question states.
+# (c): weights within 1e-3 of (1/2, 1/2, 0, ...) in total variation, as the question states
+# (the text's own threshold, so its 47x to the nearest mistake stays: beta = 3 at n = 4 is
+# wrong by the text's words). beta = log(1e4 n), a query correct by the text, is at 4.2e-5.
 # Measured (tests/margins_attention_theory.py; the solution over 200 secrets, every case over
 # 20): correct answers (beta = 20 .. 1e4, shifted by sum(K) or by a vector off the keys) <=
 # 1.1e-8 (the solution, beta = 20, n = 12); the closest mistake (beta = 3, at n = 4) >= 0.047,
 # then beta = 1 at >= 0.27. 1e-3 is 1e5x above the one and 47x below the other.
 AVERAGE_TV = 1e-3
 
-# (d) float64, exact construction: measured relative errors <= 4.3e-15 for 2 S S^T,
-# 2 (I - T T^T), einsum, S (S^T S)^-1 S^T and projector-plus-null-part answers (the solution
-# over 200 secrets, each alternative over 20); the nearest mistakes are the column-vector
-# convention (>= 0.044, it depends on the random null part) and no factor 2 (0.5).
-RECOVERY_TOL = 1e-9
+# (d) float64, exact construction (the text: every step in the inputs' dtype). Bound: a few
+# float64 products of d <= 14 terms, relative error <= ~14 u = 1.6e-15 each (u = 1.1e-16).
+# Measured relative errors <= 9.0e-15 for 2 S S^T, 2 (I - T T^T), einsum, S (S^T S)^-1 S^T,
+# 2 S pinv(S), a QR basis and projector-plus-null-part answers (the solution over 200
+# secrets, each alternative over 20); the nearest mistakes: a float32 step (>= 1.6e-8, which
+# the text forbids), the column-vector convention (>= 0.044, it depends on the random null
+# part) and no factor 2 (0.5). 1e-10 is 1.1e4x above the worst correct answer and 160x below
+# a float32 step (1e-9 left 16x).
+RECOVERY_TOL = 1e-10
 
-# (e) mean total variation between the weights and (1/2, 1/2) over 4000 key draws, at
+# (e) mean total variation between the weights and (1/2, 1/2) over 4000 key draws (their
+# scores drawn directly: references.sample_noisy_scores, the same distribution), at
 # eps = 1e-6 and 1e-8, n in 5..16. Measured (worst of the two eps; the solution over 200
 # secrets, every case over 20): beta = 10 -> 0.0042, 20 -> 0.0082, -log(eps) -> 0.0057,
 # eps^-1/5 -> 0.0065, eps^-1/4 (the solution) -> 0.013; mistakes: beta = 1e3 and 1/sqrt(eps)
@@ -44,7 +51,8 @@ MEAN_TOL = 0.05
 
 # (f) simulated outputs: four statistics of the coefficient s (c ~ v_j + s (v_i - v_j)) of the
 # student's N = 20000 outputs against the judge's own 100000-draw simulation of the same
-# instance (x = i, beta in [8, 12], eps in [1e-6, 1e-4], j not next to x). Each statistic lies
+# instance (x = i, beta in [8, 12], eps in [1e-6, 1e-4], j not next to x; the judge draws the
+# scores directly, the same distribution as drawing keys, d times cheaper). Each statistic lies
 # in [0, 1] up to e^-beta, so its standard deviation is <= 1/2 and the standard error of the
 # difference <= 0.5 sqrt(1/20000 + 1/100000) = 0.0039: 0.03 is 7.7 of them (a correct
 # simulation fails with probability < 1e-13). Measured (the solution over 200 secrets: 0
@@ -54,14 +62,19 @@ MEAN_TOL = 0.05
 # errors beyond it), the 1/2 on the std >= 0.073 off (2.4x); 0 of 600 mistakes passed.
 SIM_TOL = 0.03
 
-# Float64: correct answers (einsum, bmm, max-subtracted or logsumexp softmax) agree to
-# <= 2.6e-14, also with scores ~1e3 (the solution over 200 secrets, each alternative over 20);
-# the closest named bug (1/sqrt(d) scaling) is at >= 0.18, a naive exp overflows to NaN. The
-# experiment helpers (the solution over 200 secrets, each case over 20): weights_along correct
-# <= 2.4e-15, mistakes >= 0.12 (u scaled to unit length); pair_distance correct <= 2.7e-16,
-# mistakes >= 7.8e-3 (the largest difference instead of the total variation); recovery_errors
-# correct <= 3.7e-16, mistakes >= 0.059 (relative L1 error). 1e-9 is far from both.
-LAB_TOL = 1e-9
+# Lab, float64 (the text: every step in the inputs' dtype, "checked to about 1e-10"): correct
+# answers (einsum, bmm, max-subtracted or logsumexp softmax, outputs preallocated and written
+# in place) agree to <= 2.6e-14, also with scores ~1e3 (the solution over 200 secrets, each
+# alternative over 20; bound: exp and the row sums at scores ~1e3 lose ~1e3 u = 1.1e-13);
+# the nearest named mistake is a float32 step (a float32 softmax >= 4.0e-8, a float32 total
+# variation >= 1.4e-8, over 20 secrets), then 1/sqrt(d) scaling (>= 0.18); a naive exp
+# overflows to NaN. The experiment helpers (the solution over 200 secrets, each case over 20):
+# weights_along correct <= 2.4e-15, mistakes >= 0.12 (u scaled to unit length);
+# pair_distance correct <= 2.7e-16, mistakes >= 7.8e-3 (the largest difference instead of
+# the total variation); recovery_errors correct <= 3.7e-16, mistakes >= 0.059 (relative L1
+# error). 1e-10 is 3800x above the worst correct answer and 140x below a float32 step (1e-9,
+# the tolerance before, left 14x).
+LAB_TOL = 1e-10
 # The text: "compute in their inputs' dtype: the labs are checked to about 1e-9, so a step
 # taken in float32 (a float32 softmax included), which rounds to about 1e-7, loses the points
 # of that check"; it holds for (d) too (all code answers). A float32 step is a mistake here,
@@ -71,7 +84,8 @@ LAB_TOL = 1e-9
 FLOAT32_BAND = 1e-4
 
 # Lab (e): the student's mean total variation per eps (N = 4000 draws of their own, from a
-# kernel generator seeded by the secret) against the judge's mean over 10 N independent draws.
+# kernel generator seeded by the secret) against the judge's mean over 10 N independent draws
+# of the scores (drawn directly: 0.12 s a secret instead of 0.43 s drawing the keys).
 # The judge's queries are beta_e (mu_i + mu_j), one per eps, with the betas 8 .. 15 in a
 # shuffled order, so an answer that uses one query for every eps is off by e^1.75 or more
 # somewhere; the messages never state the queries (they are an answer of (e)).
