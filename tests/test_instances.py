@@ -2,6 +2,7 @@
 graded id's instance only (attncourse.grading.attention_worksheet.references)."""
 
 import ast
+import html
 import json
 
 import nbformat
@@ -12,7 +13,7 @@ from nbgrader.api import Gradebook
 from attncourse.autograde import prepare
 from attncourse.cells import grade_id
 from attncourse.cli import main
-from attncourse.constants import AUTOGRADED, EXAMPLE_STUDENT, GRADEBOOK
+from attncourse.constants import AUTOGRADED, EXAMPLE_STUDENT, FEEDBACK, GRADEBOOK
 from attncourse.course import ROOT, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.grading import attention_worksheet as aw
@@ -180,7 +181,8 @@ def test_autograding_grades_each_id_against_its_own_numbers_and_reports_copies(t
     the solution; bob types alice's Q3(a) numbers and writes her id; carol types alice's
     Q3(a) and Q5(b) numbers under her own id. alice's autograded notebook prints her own
     numbers and keeps every point; bob's Q3(a) fails naming alice (he wrote her id); carol's
-    two parts fail saying only "another student's instance", and the report names alice."""
+    two parts fail saying only "another student's instance", and the report names alice.
+    alice's feedback shows her own numbers above her answers."""
     answers = instance.instance_json("alice")["answers"]
     typed = "".join(f"{m} = {answers[m]}\n" for m in "QKV")
     q5b = "".join(f"{m} = {answers[m]}\n" for m in ("H_concat", "Y_mha"))
@@ -225,6 +227,10 @@ def test_autograding_grades_each_id_against_its_own_numbers_and_reports_copies(t
     for test in ("q3a_toy_qkv", "q5b_concat_output"):
         assert "answers match another student's instance" in graded["carol"][test]
         assert "alice" not in graded["carol"][test]
+    nbgrader("generate_feedback", "attention_worksheet", "--force", cwd=course, quiet=True)
+    feedback = notebook_path(course, FEEDBACK, "attention_worksheet", "alice").with_suffix(".html")
+    shown = html.unescape(feedback.read_text())  # her numbers above her answers
+    assert f"X =\n{instance.instance_of('alice')['X']}" in shown
     page = build_report(course).read_text()
     assert "answers of carol match student alice&#x27;s instance" in page
     assert "answers of bob match student alice&#x27;s instance" in page
