@@ -271,6 +271,13 @@ ROWS = [
     ),
     ("q3a", "list_of_rows", qkv("list(X @ W_q)", "list(X @ W_k)", "list(X @ W_v)"), ()),
     ("q3a", "einsum", qkv(*(f"np.einsum('nd,de->ne', X, {w})" for w in ("W_q", "W_k", "W_v"))), ()),
+    (
+        "q3a",
+        "float32_torch",
+        "Q, K, V = (torch.from_numpy(X).float() @ torch.from_numpy(W).float()"
+        " for W in (W_q, W_k, W_v))\n",
+        (),
+    ),
     ("q3a", "column_convention", qkv("W_q @ X", "W_k @ X", "W_v @ X"), True),
     ("q3a", "transposed_weights", qkv("X @ W_q.T", "X @ W_k.T", "X @ W_v.T"), True),
     ("q3a", "elementwise", qkv("X * W_q", "X * W_k", "X * W_v"), True),
@@ -667,6 +674,13 @@ ROWS = [
         "q5b",
         "block_product",
         "H_concat = np.block([H_0, H_1])\nY_mha = H_0 @ W_o_mha[:2] + H_1 @ W_o_mha[2:]\n",
+        (),
+    ),
+    (
+        "q5b",
+        "float32_einsum",
+        "H_concat = torch.cat([torch.tensor(H_0), torch.tensor(H_1)], 1).float()\n"
+        "Y_mha = torch.einsum('nk,kd->nd', H_concat, torch.tensor(W_o_mha, dtype=torch.float32))\n",
         (),
     ),
     (
