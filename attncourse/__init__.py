@@ -39,6 +39,7 @@ Course files and notebooks
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
     ``submissions``   submissions built from the release (solution, named mistakes)
     ``gradebook``     scores read from a gradebook, one student's results written to it
+    ``roster``        the class roster (the gradebook's students), read once per graded notebook
     ``plainfiles``    submissions are files: links and special files refused, never followed
     ``markscheme``    the mark scheme of each written answer
     ``safemarkdown``  Markdown rendered without script, for formgrader and feedback

@@ -34,6 +34,7 @@ LAYERS = {
         "attncourse.runrecord",
         "attncourse.submissions",
         "attncourse.gradebook",
+        "attncourse.roster",
         "attncourse.plainfiles",
         "attncourse.markscheme",
         "attncourse.safemarkdown",

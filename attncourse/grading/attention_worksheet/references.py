@@ -113,8 +113,7 @@ def worksheet_instance(student):
 
 @functools.lru_cache(maxsize=4096)
 def _drawn(student):
-    """``worksheet_instance(student)``, drawn once per process (a class roster is searched per
-    check, 9 ms an id)."""
+    """``worksheet_instance(student)``, drawn once per process (9 ms an id, rosters searched)."""
     return worksheet_instance(student)
 
 
@@ -124,21 +123,16 @@ def instance_of(student):
 
 
 def find_classmate(ns, got, answers_of, tol, part, explained=(), distance=rel_error):
-    """The classmate whose instance the answers ``got`` of ``part`` come from, or None.
+    """The classmate whose instance ``got`` (a part's answers, a tuple like ``answers_of(id)``)
+    comes from, or None; a match is recorded in ``ns.instance_matches`` for the report.
 
-    ``got`` and ``answers_of(id)`` are tuples of matrices (a part's answers). The class roster
-    (``ns.roster()``, the gradebook's students, set by the grader) is searched only when no
-    answer is the graded id's own and none is explained by a named mistake (``explained``:
-    the wrong outputs of the graded id's own instance), and a classmate matches only when
-    every answer is theirs within ``tol`` (a copy, not a coincidence of one small matrix),
-    measured by ``distance`` (the check's own).
-    A match is recorded for the integrity report (``ns.instance_matches``).
+    The roster (``ns.roster()``, the gradebook's students) is searched only when no answer is
+    the graded id's own (``distance`` within ``tol``) or a named mistake (``explained``), and
+    a classmate matches only when every answer is theirs: a copy, not one small coincidence.
     """
     roster = getattr(ns, "roster", None)
-    own = answers_of(ns.student)
-    if roster is None or any(distance(g, o) <= tol for g, o in zip(got, own, strict=True)):
-        return None
-    if any(distance(got[0], e) <= tol for e in explained):
+    pairs = [*zip(got, answers_of(ns.student), strict=True), *((got[0], e) for e in explained)]
+    if roster is None or any(distance(g, o) <= tol for g, o in pairs):
         return None
     for other in roster():
         if other != ns.student and all(
@@ -152,12 +146,9 @@ def find_classmate(ns, got, answers_of, tol, part, explained=(), distance=rel_er
 
 
 def copied_instances(ns, answer_of, classmate=None):
-    """Named mistakes: ``answer_of(other)`` for each other instance a notebook may hold.
-
-    The others are the example instance (no id set), the id the notebook's STUDENT_ID
-    names when it is not the graded one, and ``classmate`` (:func:`find_classmate`), named
-    to the student only as "another student's instance".
-    """
+    """Named mistakes: ``answer_of(other)`` for the example instance (no id set), the id
+    STUDENT_ID names if not the graded one, and ``classmate`` (:func:`find_classmate`), named
+    to the student only as "another student's instance"."""
     others = {EXAMPLE_STUDENT: "the example instance (no id was set)"}
     if classmate is not None:
         others[classmate] = "another student's instance"
