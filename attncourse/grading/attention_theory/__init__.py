@@ -5,7 +5,7 @@ run's secret, calls the student's function in the kernel on them (float64 tensor
 kernel's CPU: the simulations take a CPU ``torch.Generator``) and judges the plain data that
 comes back against the float64 references of ``references`` within the thresholds of
 ``tolerances``. The checks modules follow the set: ``constructions`` ((c)-(e)),
-``simulation`` ((f)), ``lab``.
+``simulation`` ((f) and the lab's noise sweep), ``lab``.
 """
 
 from .constructions import (
@@ -16,12 +16,11 @@ from .constructions import (
 from .lab import (
     check_lab_attention,
     check_lab_is_distribution,
-    check_lab_noise_sweep,
     check_lab_pair_distance,
     check_lab_recovery_errors,
     check_lab_weights_along,
 )
-from .simulation import check_sample_keys, check_simulated_outputs
+from .simulation import check_lab_noise_sweep, check_sample_keys, check_simulated_outputs
 
 # grade_id of each test cell -> the check the judge runs for it
 # (tests/test_assignments.py: exactly the test cells of the source notebook)

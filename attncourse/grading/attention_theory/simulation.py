@@ -1,22 +1,35 @@
-"""Simulation (f) of ``attention_theory``: the student's samplers, judged by their statistics
-against the judge's own simulation of the same instance."""
+"""Simulations of ``attention_theory``, (f) and the lab's noise sweep (e): the student's samplers,
+judged by their statistics against the judge's own simulation of the same instance."""
 
 import math
 
 import torch
 
-from attncourse.judge.checks import answer, call, fail, generator, seed_for, tensor
+from attncourse.judge import rules
+from attncourse.judge.checks import answer, call, fail, generator, rng_for, seed_for, tensor
 from attncourse.judge.remote import Remote, StudentRaised
 
 from .references import (
     F64,
     f_instance,
+    orthonormal_rows,
     sample_noisy_scores,
     sim_instance,
     tip_statistics,
+    tv_to_average,
     variance_along,
 )
-from .tolerances import F_SAMPLES, MEAN_TOL, SIM_TOL, STAT_RTOL, beyond, worst_beyond
+from .tolerances import (
+    F_SAMPLES,
+    MEAN_TOL,
+    NOISE_DRAWS,
+    NOISE_REL,
+    NOISE_SE,
+    SIM_TOL,
+    STAT_RTOL,
+    beyond,
+    worst_beyond,
+)
 
 
 def kernel_generator(ns, test_id, part):
@@ -142,4 +155,49 @@ def check_simulated_outputs(ns):
             "c should tip to v_i or v_j about half the time each"
             if name != "mean coefficient"
             else None,
+        )
+
+
+def check_lab_noise_sweep(ns):
+    """Lab (e): noisy_key_errors(...) = mean total variation per eps, matching the reference."""
+    fn = answer(ns, "noisy_key_errors", "Lab (e)")
+    rules.assert_no_loops("noisy_key_errors", ns, "Lab (e)")
+    rng = rng_for("lab-noise")
+    n = rng.randint(5, 8)
+    d = n + rng.randint(1, 3)
+    i, j = rng.sample(range(n), 2)
+    mu = orthonormal_rows(n, d, generator("lab-noise-mu"))
+    exponents = torch.linspace(-8, -2, 5, dtype=F64) + rng.uniform(-0.25, 0.25)
+    eps_values = 10.0**exponents
+    betas = torch.tensor(rng.sample([8.0, 9.75, 11.5, 13.25, 15.0], 5), dtype=F64)
+    betas = betas + rng.uniform(-0.25, 0.25)
+    queries = betas[:, None] * (mu[i] + mu[j])  # (E, d): query e for eps e
+    gen = kernel_generator(ns, "lab-noise-kernel", "Lab (e)")
+    got = tensor(
+        call(
+            fn,
+            (mu, i, j, queries, eps_values, NOISE_DRAWS, gen),
+            f"noisy_key_errors(mu, {i}, {j}, queries, eps_values, {NOISE_DRAWS}, g)",
+        ),
+        "Lab (e): errors",
+    )
+    if tuple(got.shape) != (len(eps_values),):
+        fail("Lab (e): one error per eps", (len(eps_values),), tuple(got.shape))
+    draws = 10 * NOISE_DRAWS
+    mus = mu.expand(len(eps_values), n, d)
+    scores = sample_noisy_scores(mus, queries, eps_values, draws, generator("lab-noise"))
+    tv = tv_to_average(torch.softmax(scores, -1), i, j)  # (eps, draws)
+    ref, sd = tv.mean(-1), tv.std(-1)
+    tol = NOISE_SE * sd * math.sqrt(1 / NOISE_DRAWS + 1 / draws) + NOISE_REL * ref
+    k = worst_beyond(
+        [(k, float((got[k] - ref[k]).abs()), float(tol[k])) for k in range(len(eps_values))]
+    )
+    if k is not None:
+        fail(
+            f"Lab (e): mean total variation at eps={float(eps_values[k]):.3g} "
+            f"(n={n}, i={i}, j={j}, with queries[{k}])",
+            f"{float(ref[k]):.3e} +- {float(tol[k]):.1e}",
+            f"{float(got[k]):.3e}",
+            "eps is the variance of the key noise (std sqrt(eps)), queries[e] goes with "
+            "eps_values[e]; total variation is half the L1 distance to (1/2 on i, 1/2 on j)",
         )
