@@ -132,8 +132,7 @@ def _experiment_model(ns, cls, name, size, H):
 def _weight(model, layer_name, name):
     """``model.<layer_name>.weight`` as float64 data."""
     layer = submodule(model, layer_name)
-    weight = layer_weight(layer)
-    if weight is None:
+    if (weight := layer_weight(layer)) is None:
         fail(
             f"Part 13: `{name}.{layer_name}` has no `.weight` tensor",
             "an nn.Linear layer",
@@ -150,16 +149,8 @@ def _check_experiment_mha(ns, dtype):
     H, d, r = draw_dims("p13_experiment/mha", ["H", "d", "r"]).values()
     for test_id, size in (("vanilla", d), ("reduced", r)):
         spec = {"D_1": H * d, "D_2": H * d, "D_qk": size, "D_v": size, "H": H, "G": H}
-        check_values(
-            ns,
-            "MyMHA",
-            spec,
-            "Part 13 (the experiment's MyMHA)",
-            mha_args(spec),
-            f"p13_experiment/{test_id}",
-            trials=1,
-            dtype=dtype,
-        )
+        part, test = "Part 13 (the experiment's MyMHA)", f"p13_experiment/{test_id}"
+        check_values(ns, "MyMHA", spec, part, mha_args(spec), test, trials=1, dtype=dtype)
 
 
 def _check_vanilla_weights(weights, w):
@@ -259,10 +250,9 @@ def check_rows(what, got, ref, slack, cause):
 @dataclass(frozen=True)
 class ExperimentRead:
     """What the experiment's check reads from the kernel, the same under every secret: the data
-    and outputs (float32 as the student left them), both models (handles) and their weights."""
+    and outputs as the student left them, and the models' weights {(model, layer): float64}."""
 
     data: dict
-    models: dict
     weights: dict
 
 
@@ -273,37 +263,28 @@ def read_experiment(ns):
     D, H, r = EXPERIMENT["D"], EXPERIMENT["H"], EXPERIMENT["r"]
     data = _experiment_data(ns)
     _check_relative_error(rel, data["output_vanilla"], data["output_reduced"])
-    cls = ns.get("MyMHA")
-    models = {
-        "model_MHA_vanilla": _experiment_model(ns, cls, "model_MHA_vanilla", D // H, H),
-        "model_MHA_reduced": _experiment_model(ns, cls, "model_MHA_reduced", r, H),
-    }
-    weights = {
-        (name, layer): _weight(model, layer, name)
-        for name, model in models.items()
-        for layer in LAYERS
-    }
-    return ExperimentRead(data, models, weights)
+    weights = {}
+    for name, size in (("model_MHA_vanilla", D // H), ("model_MHA_reduced", r)):
+        model = _experiment_model(ns, ns.get("MyMHA"), name, size, H)
+        weights |= {(name, layer): _weight(model, layer, name) for layer in LAYERS}
+    return ExperimentRead(data, weights)
 
 
 def judge_experiment(ns, read):
     """Part 13: what the secret decides: MyMHA in the experiment's shapes at secret sizes, the
-    weights through secret probes, the rows of secret batch elements (~0.2 s a secret; reading
-    the 130 MB of the experiment is the 2-3 s of :func:`read_experiment`)."""
+    weights through secret probes, and the rows of secret batch elements against the vanilla
+    MLA recomputed in float64 from the student's data (~0.2 s a secret; reading the 130 MB of
+    the experiment is the 2-3 s of :func:`read_experiment`)."""
     H, B = EXPERIMENT["H"], EXPERIMENT["B"]
     dtype = read.data["x"].dtype
-    _check_experiment_mha(ns, dtype if dtype in (torch.float32, torch.float64) else torch.float64)
+    _check_experiment_mha(ns, dtype if dtype in (torch.float32, torch.float64) else F64)
     w = {name: read.data[name].to(F64) for name in MLA_DATA}
     _check_vanilla_weights(read.weights, w)
     _check_reduced_weights(read.weights, w, H)
-    # The outputs' rows of a few secret batch elements against the vanilla MLA, recomputed
-    # here in float64 from the student's data (the reduced model must reproduce it too).
     batches = sorted(rng_for("p13_experiment/rows").sample(range(B), EXPERIMENT_BATCHES))
     ref, slack = mla_rows(read.data["x"][batches], read.data["y"][batches], w, H)
-    for name, model in (
-        ("output_vanilla", "model_MHA_vanilla"),
-        ("output_reduced", "model_MHA_reduced"),
-    ):
+    for name in ("output_vanilla", "output_reduced"):
+        model = name.replace("output", "model_MHA")
         check_rows(
             f"Part 13: {name} at batch elements {batches}",
             read.data[name][batches],
