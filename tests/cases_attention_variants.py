@@ -10,10 +10,11 @@ feeds another part's test, ``DEPENDS`` says so, ``fails`` names that dependency 
 
 * ``p13_experiment_test`` runs the student's ``MyMHA`` (Part 5) and
   ``reduced_matrices`` (Part 13), so a Part 5 or Part 13 answer that computes
-  wrong values also costs the experiment's 2 points;
-* ``p8_mha_as_gqa_test`` builds the student's ``MyGQA`` (Part 7) with G = H, so a
-  Part 7 answer that is wrong for every G costs Part 8's 2 autograded points
-  (contiguous grouping is not: with G = H both groupings coincide).
+  wrong values also costs the experiment's 2 points (its outputs are wrong); a
+  MyMHA that fails only in float64 does not (the experiment runs in float32);
+* ``p8_mha_as_gqa_test`` builds the student's ``MyGQA`` (Part 7) with G = H; a
+  Part 7 mistake costs Part 7 only (an answer that fails exactly as
+  ``MyGQA(..., H, H)`` fails keeps Part 8's point), so no Part 7 case fails it.
 
 Rule violations (loops, torch in Part 10, multi-statement outputs) cost only the
 rule cell of their part; handing the attention to a fused kernel costs the
@@ -82,6 +83,7 @@ MESSAGES = {
     "p5:p5_heads_split_the_wrong_way": ("p5_mha_values_test", "heads split the wrong way"),
     "p5:p5_loop_over_heads": ("p5_mha_no_loops_test", "a for loop"),
     "p5:p5_fused_attention": ("p5_mha_values_test", "build the attention by hand"),
+    "p5:p5_float32_softmax_not_cast_back": ("p5_mha_values_test", "must be cast back"),
     "p7:p7_bias_present": ("p7_gqa_attributes_test", "bias present"),
     "p7:p7_contiguous_repeat_interleave": ("p7_gqa_interleaved_heads_test", "contiguous grouping"),
     "p7:p7_weight_copies": ("p7_gqa_attributes_test", "copies of the K projection"),
@@ -183,6 +185,15 @@ correct(
     p1_head_shapes=head_shapes(
         "return tuple(torch.zeros(D_qk, D_1).shape), tuple(torch.zeros(D_qk, D_2).shape), "
         "tuple(np.zeros((D_v, D_2)).shape)"
+    ),
+)
+correct(
+    "p1_named_lookup",
+    p1_head_shapes=head_shapes(
+        """
+        shapes = {"Q": (D_qk, D_1), "K": (D_qk, D_2), "V": (D_v, D_2)}
+        return shapes["Q"], shapes["K"], shapes["V"]
+        """
     ),
 )
 wrong(
@@ -366,6 +377,30 @@ correct(
         "W_Q.numpy() @ x.numpy()", "W_K.numpy() @ y.numpy()", "np.dot(W_V.numpy(), y.numpy())"
     ),
 )
+correct(
+    "p2p_float32_matmuls_cast_back",  # the text asks for no precision
+    p2_projections=projections(
+        "(W_Q.float() @ x.float()).to(x.dtype)",
+        "torch.mv(W_K.float(), y.float()).double()",
+        "(W_V.float() @ y.float()).to(W_V.dtype)",
+    ),
+)
+correct(
+    "p2p_preallocated_out",
+    p2_projections=projections(
+        "torch.mv(W_Q, x, out=torch.empty(W_Q.shape[0], dtype=x.dtype))",
+        "torch.matmul(W_K, y, out=torch.zeros(W_K.shape[0], dtype=y.dtype))",
+        "torch.addmv(torch.zeros(W_V.shape[0], dtype=y.dtype), W_V, y)",
+    ),
+)
+correct(
+    "p2p_tensordot_and_column",
+    p2_projections=projections(
+        "torch.tensordot(W_Q, x, dims=1)",
+        "(W_K @ y[:, None]).squeeze(1)",
+        "(y[None, :] @ W_V.mT)[0]",
+    ),
+)
 wrong("p2p_vector_times_matrix", P2P, p2_projections=projections("x @ W_Q", "y @ W_K", "y @ W_V"))
 wrong(
     "p2p_transposed_matrix", P2P, p2_projections=projections("W_Q.T @ x", "W_K.T @ y", "W_V.T @ y")
@@ -423,6 +458,36 @@ correct(
     "p3_rsqrt",
     p3_softmax_argument=softmax_argument(
         "return torch.mv(K, q) * torch.rsqrt(torch.tensor(float(q.numel()), dtype=q.dtype))"
+    ),
+)
+correct(
+    "p3_power_minus_half",
+    p3_softmax_argument=softmax_argument("return (K @ q) * q.shape[0] ** -0.5"),
+)
+correct(
+    "p3_query_scaled_first",
+    p3_softmax_argument=softmax_argument("return K @ (q / np.sqrt(q.shape[0]))"),
+)
+correct(
+    "p3_float32_matmul_cast_back",  # the text asks for no precision
+    p3_softmax_argument=softmax_argument(
+        "return (K.float() @ q.float() / torch.sqrt(torch.tensor(float(q.numel())))).to(q.dtype)"
+    ),
+)
+correct(
+    "p3_preallocated_out",
+    p3_softmax_argument=softmax_argument(
+        """
+        out = torch.empty(K.shape[0], dtype=K.dtype)  # (L_2,)
+        torch.mv(K, q, out=out)
+        return out.div_(q.shape[0] ** 0.5)
+        """
+    ),
+)
+correct(
+    "p3_bmm",
+    p3_softmax_argument=softmax_argument(
+        "return torch.bmm(K[None], q[None, :, None]).flatten() / q.shape[-1] ** 0.5"
     ),
 )
 wrong("p3_missing_scale", P3V, p3_softmax_argument=softmax_argument("return K @ q"))
@@ -508,6 +573,17 @@ correct(
     p4_output_shapes=output_shapes(
         "return np.zeros(D_v).shape, np.zeros(H * D_v).shape, np.zeros((D_1, D_v)).shape, "
         "np.hstack([np.zeros((D_1, D_v))] * H).shape"
+    ),
+)
+correct(
+    "p4_sizes_of_tensors",
+    p4_output_shapes=output_shapes(
+        "return (\n"
+        "    tuple(torch.empty(D_v).shape),\n"
+        "    tuple(torch.empty(H, D_v).flatten().shape),\n"
+        "    tuple(torch.empty(D_1, D_v).shape),\n"
+        "    tuple(torch.empty(D_1, H, D_v).flatten(1).shape),\n"
+        ")"
     ),
 )
 wrong(
@@ -667,6 +743,50 @@ correct(
         "a = torch.softmax((q @ k.transpose(-2, -1)).float() / self.D_qk ** 0.5, dim=-1).to(v.dtype)",
     ),
 )
+correct(
+    "p5_bmm_query_scaled_first",
+    p5_mha=mha(
+        """
+        B, L_1, _ = x.shape
+        L_2 = y.shape[1]
+        # (B, L, H*n) -> (B*H, L, n): the heads join the batch for torch.bmm
+        q = (self.W_Q(x) / self.D_qk ** 0.5).view(B, L_1, self.H, self.D_qk).permute(0, 2, 1, 3).reshape(B * self.H, L_1, self.D_qk)
+        k = self.W_K(y).view(B, L_2, self.H, self.D_qk).permute(0, 2, 1, 3).reshape(B * self.H, L_2, self.D_qk)
+        v = self.W_V(y).view(B, L_2, self.H, self.D_v).permute(0, 2, 1, 3).reshape(B * self.H, L_2, self.D_v)
+        a = torch.bmm(q, k.transpose(1, 2)).softmax(dim=-1)  # (B*H, L_1, L_2)
+        o = torch.bmm(a, v).view(B, self.H, L_1, self.D_v).permute(0, 2, 1, 3).contiguous()  # (B, L_1, H, D_v)
+        return self.W_O(o.view(B, L_1, self.H * self.D_v))  # (B, L_1, D_1)
+        """
+    ),
+)
+correct(
+    "p5_scale_folded_into_query_weight",  # a float32 constant, the scale in W^Q
+    p5_mha=mha_with(
+        "q = self.W_Q(x)",
+        "q = nn.functional.linear(x, self.W_Q.weight * torch.rsqrt(torch.tensor(self.D_qk)))",
+        " / self.D_qk ** 0.5",
+        "",
+    ),
+)
+correct(
+    "p5_float32_attention_cast_back",  # scores, softmax and weighted sum in float32
+    p5_mha=mha_with(
+        "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)",
+        "a = torch.softmax(q.float() @ k.float().transpose(-2, -1) / torch.sqrt(torch.tensor(self.D_qk)), dim=-1, dtype=torch.float32)",
+        "o = (a @ v)",
+        "o = (a @ v.float()).to(x.dtype)",
+    ),
+)
+wrong(
+    "p5_float32_softmax_not_cast_back",
+    f"{P5A} {P5V}",
+    "works in float32 only (the text asks for float64 too): costs Part 5, not the float32 "
+    "experiment of Part 13",
+    p5_mha=mha_with(
+        "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)",
+        "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1, dtype=torch.float32)",
+    ),
+)
 wrong("p5_missing_scale", f"{P5V} {EXP}", DEP5, p5_mha=mha_with(" / self.D_qk ** 0.5", ""))
 wrong(
     "p5_scale_D_v",
@@ -824,6 +944,7 @@ correct(
         """
     ),
 )
+correct("p6_rounded", p6_tilde_rank=tilde_rank("return round(float(rank_W))"))
 wrong("p6_times_copies", P6, p6_tilde_rank=tilde_rank("return rank_W * H // G"))
 wrong("p6_times_G", P6, p6_tilde_rank=tilde_rank("return rank_W * G"))
 wrong("p6_times_H", P6, p6_tilde_rank=tilde_rank("return rank_W * H"))
@@ -879,7 +1000,7 @@ def gqa_with(*pairs):
 
 P7A, P7V, P7L = "p7_gqa_attributes_test", "p7_gqa_interleaved_heads_test", "p7_gqa_no_loops_test"
 P8 = "p8_mha_as_gqa_test"
-DEP7 = "Part 8 builds this MyGQA with G = H"
+DEP7 = "Part 8's mha_as_gqa is what MyGQA(..., H, H) gives: it keeps its point"
 correct("p7_repeat_tiles_heads", p7_gqa=gqa())
 correct(
     "p7_index_h_mod_G",
@@ -945,6 +1066,28 @@ correct(
         """
     ),
 )
+correct(
+    "p7_index_select_bmm_query_scaled_first",
+    p7_gqa=gqa_with(
+        "k = k.repeat(1, self.H // self.G, 1, 1)",
+        "k = k.index_select(1, torch.arange(self.H, device=k.device) % self.G)",
+        "v = v.repeat(1, self.H // self.G, 1, 1)",
+        "v = v.index_select(1, torch.arange(self.H, device=v.device) % self.G)",
+        "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)",
+        "a = torch.softmax(torch.matmul(q * self.D_qk ** -0.5, k.permute(0, 1, 3, 2)), dim=-1)",
+    ),
+)
+correct(
+    "p7_cat_copies_float32_scale",
+    p7_gqa=gqa_with(
+        "k = k.repeat(1, self.H // self.G, 1, 1)",
+        "k = torch.cat([k] * (self.H // self.G), dim=1)",
+        "v = v.repeat(1, self.H // self.G, 1, 1)",
+        "v = torch.cat([v] * (self.H // self.G), dim=1)",
+        "/ self.D_qk ** 0.5",
+        "/ torch.sqrt(torch.tensor(float(self.D_qk)))",
+    ),
+)
 wrong(
     "p7_contiguous_repeat_interleave",
     P7V,
@@ -979,12 +1122,12 @@ wrong(
         .replace("v = v.repeat(1, self.H // self.G, 1, 1)", ""),
     ),
 )
-wrong("p7_missing_scale", f"{P7V} {P8}", DEP7, p7_gqa=gqa_with(" / self.D_qk ** 0.5", ""))
-wrong("p7_scale_D_v", f"{P7V} {P8}", DEP7, p7_gqa=gqa_with("self.D_qk ** 0.5", "self.D_v ** 0.5"))
-wrong("p7_softmax_over_queries", f"{P7V} {P8}", DEP7, p7_gqa=gqa_with("dim=-1", "dim=-2"))
+wrong("p7_missing_scale", P7V, DEP7, p7_gqa=gqa_with(" / self.D_qk ** 0.5", ""))
+wrong("p7_scale_D_v", P7V, DEP7, p7_gqa=gqa_with("self.D_qk ** 0.5", "self.D_v ** 0.5"))
+wrong("p7_softmax_over_queries", P7V, DEP7, p7_gqa=gqa_with("dim=-1", "dim=-2"))
 wrong(
     "p7_merge_without_moving_head_axis",
-    f"{P7V} {P8}",
+    P7V,
     DEP7,
     p7_gqa=gqa_with("(a @ v).transpose(1, 2).reshape", "(a @ v).reshape"),
 )
@@ -1027,8 +1170,8 @@ wrong(
 )
 wrong(
     "p7_missing_G_attribute",
-    f"{P7A} {P8}",
-    "Part 8 checks that its MyGQA has G = H",
+    P7A,
+    DEP7,
     p7_gqa=gqa(
         init=GQA_INIT.replace(
             "self.H, self.G = D_1, D_2, D_qk, D_v, H, G",
@@ -1062,6 +1205,12 @@ correct(
 correct(
     "p8_double_model", p8_mha_as_gqa=mha_as_gqa("return MyGQA(D_1, D_2, D_qk, D_v, H, H).double()")
 )
+correct(
+    "p8_keyword_dict",
+    p8_mha_as_gqa=mha_as_gqa(
+        "return MyGQA(**dict(D_1=D_1, D_2=D_2, D_qk=D_qk, D_v=D_v, H=H, G=H))"
+    ),
+)
 wrong("p8_multi_query", P8, p8_mha_as_gqa=mha_as_gqa("return MyGQA(D_1, D_2, D_qk, D_v, H, 1)"))
 wrong("p8_returns_mha", P8, p8_mha_as_gqa=mha_as_gqa("return MyMHA(D_1, D_2, D_qk, D_v, H)"))
 wrong("p8_returns_class", P8, p8_mha_as_gqa=mha_as_gqa("return MyGQA"))
@@ -1071,6 +1220,22 @@ wrong(
     "p8_swapped_head_dims", P8, p8_mha_as_gqa=mha_as_gqa("return MyGQA(D_1, D_2, D_v, D_qk, H, H)")
 )
 wrong("p8_one_head", P8, p8_mha_as_gqa=mha_as_gqa("return MyGQA(D_1, D_2, D_qk, D_v, 1, 1)"))
+wrong(
+    "p8_subclass_with_its_own_forward",
+    P8,
+    "a MyGQA by type, G = H, but not what MyGQA(..., H, H) computes",
+    p8_mha_as_gqa=dedent(
+        """
+        class _Zeros(MyGQA):
+            def forward(self, x, y):
+                return 0 * x
+
+
+        def mha_as_gqa(D_1, D_2, D_qk, D_v, H):
+            return _Zeros(D_1, D_2, D_qk, D_v, H, H)
+        """
+    ),
+)
 wrong(
     "p8_G_attribute_faked",
     P8,
@@ -1135,6 +1300,43 @@ correct(
     p10_gqa_2_mla=gqa_2_mla(
         SVD
         + "W_UM_MLA = W_UM_MLA.astype(np.float32)\nW_DKV_MLA = W_DKV_MLA.astype(np.float32)\n"
+        + PRINTS
+    ),
+)
+correct(
+    "p10_svd_split_sqrt_sigma",
+    p10_gqa_2_mla=gqa_2_mla(
+        TILE
+        + "U, S, Vt = np.linalg.svd(W_M_GQA_tilde, full_matrices=False)\n"
+        + "W_UM_MLA = U[:, :r] * np.sqrt(S[:r])\nW_DKV_MLA = np.sqrt(S[:r])[:, None] * Vt[:r]\n"
+        + PRINTS
+    ),
+)
+correct(
+    "p10_svd_of_one_copy_tiled",
+    p10_gqa_2_mla=gqa_2_mla(
+        TILE
+        + "U, S, Vt = np.linalg.svd(W_M_GQA, full_matrices=False)  # (r, r), (r,), (r, D)\n"
+        + "W_DKV_MLA = S[:, None] * Vt\nW_UM_MLA = np.tile(U, (D // r, 1))\n"
+        + PRINTS
+    ),
+)
+correct(
+    "p10_lstsq",
+    p10_gqa_2_mla=gqa_2_mla(
+        TILE
+        + "W_DKV_MLA = W_M_GQA\n"
+        + "W_UM_MLA = np.linalg.lstsq(W_DKV_MLA.T, W_M_GQA_tilde.T, rcond=None)[0].T\n"
+        + PRINTS
+    ),
+)
+correct(
+    "p10_float32_svd",  # the text asks for no precision
+    p10_gqa_2_mla=gqa_2_mla(
+        TILE.replace(
+            "np.tile(W_M_GQA, (D // r, 1))", "np.tile(W_M_GQA, (D // r, 1)).astype(np.float32)"
+        )
+        + "U, S, Vt = np.linalg.svd(W_M_GQA_tilde)\nW_UM_MLA = U[:, :r] * S[:r]\nW_DKV_MLA = Vt[:r]\n"
         + PRINTS
     ),
 )
@@ -1257,6 +1459,14 @@ correct(
     "p11_random",
     p11_mla_example="W_DKV_MLA = np.random.randn(1, 2) + 5\nW_UM_MLA = np.array([[1.0], [-1.0]])",
 )
+correct(
+    "p11_float32_arrays",
+    p11_mla_example=(
+        "W_DKV_MLA = np.array([[0.5, 1.5]], dtype=np.float32)\n"
+        "W_UM_MLA = np.array([[1.0], [-2.0]], dtype=np.float32)\n"
+        "print(W_UM_MLA @ W_DKV_MLA)"
+    ),
+)
 wrong(
     "p11_equal_up_entries",
     P11,
@@ -1349,6 +1559,32 @@ correct(
         "W_K_MLA_hat = W_DKV\nW_V_MLA_hat = W_K_MLA_hat\n"
         + "W_Q_MLA_hat = (W_DKV.shape[0] * H / W_Q.shape[0]) ** 0.5 * (W_UK.reshape(H, -1, W_DKV.shape[0]).mT @ W_Q.reshape(H, -1, W_Q.shape[1])).flatten(0, 1)\n"
         + "W_O_MLA_hat = (W_O.reshape(W_O.shape[0], H, -1).permute(1, 0, 2) @ W_UV.reshape(H, -1, W_DKV.shape[0])).permute(1, 0, 2).flatten(1)\n"
+        + RETURN
+    ),
+)
+correct(
+    "p13_float32_scale_constant",
+    p13_reduced_matrices=reduced(
+        REDUCED.replace("(r / d) ** 0.5 *", "torch.sqrt(torch.tensor(r / d)) *")
+    ),
+)
+correct(
+    "p13_scale_folded_into_W_UK",
+    p13_reduced_matrices=reduced(
+        SIZES
+        + "W_K_MLA_hat = W_DKV\nW_V_MLA_hat = W_DKV\n"
+        + "W_Q_MLA_hat = torch.einsum('hdr,hde->hre', (W_UK * (r / d) ** 0.5).view(H, d, r), W_Q.view(H, d, D)).reshape(H * r, D)\n"
+        + "W_O_MLA_hat = torch.einsum('ehd,hdr->ehr', W_O.unflatten(1, (H, d)), W_UV.unflatten(0, (H, d))).flatten(1)\n"
+        + RETURN
+    ),
+)
+correct(
+    "p13_float32_products_cast_back",  # the text asks for no precision
+    p13_reduced_matrices=reduced(
+        SIZES
+        + "W_K_MLA_hat = W_DKV\nW_V_MLA_hat = W_DKV\n"
+        + "W_Q_MLA_hat = ((r / d) ** 0.5 * torch.bmm(W_UK.float().view(H, d, r).mT, W_Q.float().view(H, d, D))).reshape(H * r, D).to(W_Q.dtype)\n"
+        + "W_O_MLA_hat = torch.bmm(W_O.float().view(D, H, d).permute(1, 0, 2), W_UV.float().view(H, d, r)).permute(1, 0, 2).reshape(D, H * r).to(W_O.dtype)\n"
         + RETURN
     ),
 )
@@ -1678,6 +1914,10 @@ correct(
     "p14_named",
     p14_kv_cache=kv_cache("mha = 2 * D  # k and v\nmla = r  # shared latent\nreturn mha, mla"),
 )
+correct(
+    "p14_int_conversions",
+    p14_kv_cache=kv_cache("mha, mla = int(D + D), int(r)\nreturn (mha, mla)"),
+)
 wrong("p14_keys_only", P14, p14_kv_cache=kv_cache("return D, r"))
 wrong("p14_latent_twice", P14, p14_kv_cache=kv_cache("return 2 * D, 2 * r"))
 wrong("p14_swapped", P14, p14_kv_cache=kv_cache("return r, 2 * D"))
@@ -1742,7 +1982,7 @@ wrong(
 )
 wrong(
     "tamper_linear_forward",
-    f"{P5V} {EXP} {P7V} {P8} {RULES}",
+    f"{P5V} {EXP} {P7V} {RULES}",
     "nn.Linear.forward stays zeroed in the kernel: MyMHA's and MyGQA's outputs are zero "
     "(right shapes); " + DEP5,
     alone=True,

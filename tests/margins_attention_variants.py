@@ -75,11 +75,11 @@ def measure(experiment=False, secrets=1):
     original_run = verdict.run_check
     current = {}
 
-    def run_check(check, ns, secret):
+    def run_check(check, ns, secret, test_index=None):
         if check is check_experiment:
             with contextlib.suppress(Exception), checks.secret_scope(secret):
                 rows[current["case"]].extend(experiment_rows(ns))
-        return original_run(check, ns, secret)
+        return original_run(check, ns, secret, test_index=test_index)
 
     original_close = rebind(av, "check_close", recording)
     original_rows = rebind(av, "check_rows", recording_rows)

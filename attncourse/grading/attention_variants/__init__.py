@@ -9,7 +9,7 @@ the thresholds of ``tolerances``. Wrong answers fail with a message that names t
 whenever the answer reproduces one of the named wrong references computed beside the right
 one. Source rules (no loops, no torch, one statement per output) are judged from the cells
 the student wrote, by name. The checks modules follow the course: ``shapes`` (Parts 1-4),
-``models`` (5-8), ``latent`` (10, 11), ``reduced`` and ``experiment`` (13), ``cache`` (14).
+``models`` (5-7), ``mha_as_gqa`` (8), ``latent`` (10, 11), ``reduced`` and ``experiment`` (13), ``cache`` (14).
 """
 
 from .cache import check_kv_cache
@@ -21,11 +21,11 @@ from .latent import (
     check_gqa_2_mla_shapes,
     check_mla_example,
 )
+from .mha_as_gqa import check_mha_as_gqa
 from .models import (
     check_gqa_attributes,
     check_gqa_no_loops,
     check_gqa_values,
-    check_mha_as_gqa,
     check_mha_attributes,
     check_mha_no_loops,
     check_mha_values,

@@ -6,6 +6,7 @@ and a few secret batch elements' rows with the MLA recomputed here (see ``tolera
 """
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -131,8 +132,7 @@ def _experiment_model(ns, cls, name, size, H):
 def _weight(model, layer_name, name):
     """``model.<layer_name>.weight`` as float64 data."""
     layer = submodule(model, layer_name)
-    weight = layer_weight(layer)
-    if weight is None:
+    if (weight := layer_weight(layer)) is None:
         fail(
             f"Part 13: `{name}.{layer_name}` has no `.weight` tensor",
             "an nn.Linear layer",
@@ -141,24 +141,19 @@ def _weight(model, layer_name, name):
     return weight.to(F64)
 
 
-def _check_experiment_mha(ns):
-    """MyMHA in the experiment's two shapes, in float64 at small sizes, as in Part 5:
-    D_qk = D_v = d with H*d = D (the vanilla model) and D_qk = D_v = r (the reduced one)."""
+def _check_experiment_mha(ns, dtype):
+    """MyMHA in the experiment's two shapes at small sizes, as in Part 5: D_qk = D_v = d with
+    H*d = D (the vanilla model) and D_qk = D_v = r (the reduced one). It runs in the dtype of the
+    experiment's data (float32 as the course gives it): a MyMHA that fails only in float64 costs
+    Part 5, not the experiment it ran right."""
     H, d, r = draw_dims("p13_experiment/mha", ["H", "d", "r"]).values()
     for test_id, size in (("vanilla", d), ("reduced", r)):
         spec = {"D_1": H * d, "D_2": H * d, "D_qk": size, "D_v": size, "H": H, "G": H}
-        check_values(
-            ns,
-            "MyMHA",
-            spec,
-            "Part 13 (the experiment's MyMHA)",
-            mha_args(spec),
-            f"p13_experiment/{test_id}",
-            trials=1,
-        )
+        part, test = "Part 13 (the experiment's MyMHA)", f"p13_experiment/{test_id}"
+        check_values(ns, "MyMHA", spec, part, mha_args(spec), test, trials=1, dtype=dtype)
 
 
-def _check_vanilla_weights(model_v, w):
+def _check_vanilla_weights(weights, w):
     """model_MHA_vanilla holds the MLA's projections (float32 products: ~1e-7 off)."""
     projections = {
         "the query projection W_Q": w["W_Q"],
@@ -169,7 +164,7 @@ def _check_vanilla_weights(model_v, w):
     for name, (what, want) in zip(LAYERS, projections.items(), strict=True):
         check_close(
             f"Part 13: model_MHA_vanilla.{name}.weight",
-            _weight(model_v, name, "model_MHA_vanilla"),
+            weights["model_MHA_vanilla", name],
             want,
             EXPERIMENT_WEIGHT_TOL,
             {
@@ -180,7 +175,7 @@ def _check_vanilla_weights(model_v, w):
         )
 
 
-def _check_reduced_weights(model_r, w, H):
+def _check_reduced_weights(weights, w, H):
     """model_MHA_reduced satisfies equations (1) and (2) head by head, checked through probes.
 
     W_K and W_V hold H copies of the latent projections; any gauge is fine. Each side
@@ -191,7 +186,7 @@ def _check_reduced_weights(model_r, w, H):
     """
     D, r = w["W_Q"].shape[0], w["W_DKV"].shape[0]
     d = D // H
-    q_r, k_r, v_r, o_r = (_weight(model_r, n, "model_MHA_reduced") for n in LAYERS)
+    q_r, k_r, v_r, o_r = (weights["model_MHA_reduced", n] for n in LAYERS)
     for name, weight, shape in (
         ("W_Q", q_r, (H * r, D)),
         ("W_K", k_r, (H * r, D)),
@@ -252,31 +247,53 @@ def check_rows(what, got, ref, slack, cause):
     return worst
 
 
-def check_experiment(ns):
-    """Part 13: the experiment ran the task's setup and reports the reduced model's error."""
+@dataclass(frozen=True)
+class ExperimentRead:
+    """What the experiment's check reads from the kernel, the same under every secret: the data
+    and outputs as the student left them, and the models' weights {(model, layer): float64}."""
+
+    data: dict
+    weights: dict
+
+
+def read_experiment(ns):
+    """Part 13: the experiment's names, checked for what needs no secret (the number, the sizes,
+    relative_error against the outputs, the models' classes, sizes and biases), and read."""
     rel = _experiment_number(answer(ns, "relative_error", "Part 13"))
-    D, H, r, B, L_1, L_2 = EXPERIMENT.values()
+    D, H, r = EXPERIMENT["D"], EXPERIMENT["H"], EXPERIMENT["r"]
     data = _experiment_data(ns)
     _check_relative_error(rel, data["output_vanilla"], data["output_reduced"])
-    cls = ns.get("MyMHA")
-    model_v = _experiment_model(ns, cls, "model_MHA_vanilla", D // H, H)
-    model_r = _experiment_model(ns, cls, "model_MHA_reduced", r, H)
-    _check_experiment_mha(ns)
-    w = {name: data[name].to(F64) for name in MLA_DATA}
-    _check_vanilla_weights(model_v, w)
-    _check_reduced_weights(model_r, w, H)
-    # The outputs' rows of a few secret batch elements against the vanilla MLA, recomputed
-    # here in float64 from the student's data (the reduced model must reproduce it too).
+    weights = {}
+    for name, size in (("model_MHA_vanilla", D // H), ("model_MHA_reduced", r)):
+        model = _experiment_model(ns, ns.get("MyMHA"), name, size, H)
+        weights |= {(name, layer): _weight(model, layer, name) for layer in LAYERS}
+    return ExperimentRead(data, weights)
+
+
+def judge_experiment(ns, read):
+    """Part 13: what the secret decides: MyMHA in the experiment's shapes at secret sizes, the
+    weights through secret probes, and the rows of secret batch elements against the vanilla
+    MLA recomputed in float64 from the student's data (~0.2 s a secret; reading the 130 MB of
+    the experiment is the 2-3 s of :func:`read_experiment`)."""
+    H, B = EXPERIMENT["H"], EXPERIMENT["B"]
+    dtype = read.data["x"].dtype
+    _check_experiment_mha(ns, dtype if dtype in (torch.float32, torch.float64) else F64)
+    w = {name: read.data[name].to(F64) for name in MLA_DATA}
+    _check_vanilla_weights(read.weights, w)
+    _check_reduced_weights(read.weights, w, H)
     batches = sorted(rng_for("p13_experiment/rows").sample(range(B), EXPERIMENT_BATCHES))
-    ref, slack = mla_rows(data["x"][batches], data["y"][batches], w, H)
-    for name, model in (
-        ("output_vanilla", "model_MHA_vanilla"),
-        ("output_reduced", "model_MHA_reduced"),
-    ):
+    ref, slack = mla_rows(read.data["x"][batches], read.data["y"][batches], w, H)
+    for name in ("output_vanilla", "output_reduced"):
+        model = name.replace("output", "model_MHA")
         check_rows(
             f"Part 13: {name} at batch elements {batches}",
-            data[name][batches],
+            read.data[name][batches],
             ref,
             slack,
             f"{name} must be {model}(x, y), computed after the weights were loaded",
         )
+
+
+def check_experiment(ns):
+    """Part 13: the experiment ran the task's setup and reports the reduced model's error."""
+    judge_experiment(ns, read_experiment(ns))
