@@ -77,7 +77,7 @@ def test_the_judge_round_trips_cuda_tensors_through_a_sandboxed_kernel():
 
 
 def round_trips(ns):
-
+    """One check of the judge on the kernel's CUDA objects (runs in the channel's thread)."""
     # The kernel's CUDA tensors arrive in the judge as plain CPU tensors, dtype kept.
     got = ns["on_gpu"]
     assert type(got) is torch.Tensor and got.device.type == "cpu"
