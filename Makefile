@@ -7,10 +7,10 @@ ASSIGNMENT ?= attention_variants
 # The course directory every target acts on (where its nbgrader_config.py is): make grade COURSE=.demo
 COURSE ?= .
 AT = --course "$(COURSE)"
-# make bench: copies of each demo submission (8 x 4 students = 32 submissions, a small class)
-COPIES ?= 8
+# make bench: copies of the full solution and of a partly wrong student (4 x 2 = 8 submissions)
+COPIES ?= 4
 # make bench: turns of the five configurations (each ratio compares runs of one turn)
-ROUNDS ?= 2
+ROUNDS ?= 1
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -78,8 +78,8 @@ scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, with
 similarity: venv  ## reports/similarity_ASSIGNMENT.html and .csv: pairs of students with the same answers
 	$(BIN)/attncourse similarity $(AT) $(ASSIGNMENT)
 
-bench: venv  ## seconds per submission: stock and serial nbgrader vs attncourse grade (1 worker with all or its share of threads, all workers)
-	$(BIN)/attncourse bench $(AT) --copies $(COPIES) --rounds $(ROUNDS)
+bench: venv  ## complete notebooks of ASSIGNMENT: stock nbgrader, nbgrader with the course config, attncourse grade 1 and all workers, the plain-python floor; the three target ratios
+	$(BIN)/attncourse bench $(AT) --assignment $(ASSIGNMENT) --copies $(COPIES) --rounds $(ROUNDS)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
 	$(BIN)/attncourse collect $(AT) $(ASSIGNMENT)

@@ -1,37 +1,29 @@
-"""``make bench``: seconds per submission for stock nbgrader and for this pipeline, and why.
+"""``make bench``: seconds per submission of complete notebooks, against stock nbgrader and the floor.
 
-Grades ``copies`` copies of the demo submissions of one assignment with five
-configurations, each in its own scratch course with a fresh gradebook:
+Grades ``copies`` copies of two complete submissions of one assignment, the instructor's
+full solution and the demo class's partly wrong student (the solution with several
+common mistakes), with five configurations, each in its own scratch course with a fresh
+gradebook:
 
 1. stock ``nbgrader autograde`` with nbgrader's default preprocessors (only the
-   course's kernel arguments, so the hidden tests can import their helpers);
-2. plain ``nbgrader autograde`` with the course's config, serially, in one process;
-3. ``attncourse grade`` on a local Dask cluster of 1 worker (sandbox, repairs, everything
-   on), whose kernel gets all cores' torch threads, as ``make grade WORKERS=1`` runs it;
-4. ``attncourse grade`` with 1 worker and cores / N torch threads;
-5. ``attncourse grade`` with N workers (default: all cores), cores / N threads each.
+   course's kernel arguments, so the notebook can import its helpers);
+2. plain ``nbgrader autograde`` with the course's ``nbgrader_config.py`` (sandbox, judge,
+   repairs), serially, in one process;
+3. ``attncourse grade`` with 1 worker (its local Dask cluster's start included), whose
+   kernel gets all cores' torch threads, as ``make grade WORKERS=1`` runs it;
+4. ``attncourse grade`` with N workers (default: all cores), cores / N threads each;
+5. the floor: each submission's code cells run by plain ``python`` (one process per
+   submission, so it pays ``import torch`` every time; a cell that raises is skipped),
+   N processes at a time: what the machine allows any grading of this compute.
 
-Each ``attncourse grade`` run includes starting its cluster, as ``make grade`` does.
-
-5 over 4 is how the pipeline scales with the same work per kernel; 5 over 3
-is what an instructor gains over ``WORKERS=1``, where torch's threads in the
-one kernel already keep part of the other cores busy; 3 over 2 is what the
-engine costs or saves over nbgrader's own loop. The configurations take
-turns for ``rounds`` rounds and each ratio compares runs of one round, since
-a virtual machine's speed drifts by 10-40 % over minutes. Each line also gives
-the machine's busy CPU time per submission and how many cores were busy. Each
-round also executes the source notebook (solutions and hidden tests) with plain
-nbclient in 1 and in N processes side by side: the ceiling that the machine
-itself puts on any parallel grading of this compute (shared caches, memory
-bandwidth, the host's other guests); N workers over N lanes is how far grading is from
-that floor.
-
-Then it times the pieces of one submission: starting a bare kernel, starting
-it with the course's helpers (which import torch), a plain ``import torch``,
-the fork server, the notebook's own compute (execution minus kernel
-start, from the pipeline's records), nbgrader's own work around it, what a Dask task adds
-on the worker and what the client spends writing a student's results. It is a measurement to read, not a test:
-run it on an otherwise idle machine.
+The configurations take turns for ``rounds`` rounds, in a rotated order each round, and
+each ratio is taken within a round (a virtual machine's speed drifts by 10-40 % over
+minutes), then the median of rounds. It prints seconds and busy CPU seconds per
+submission, the three target ratios (course config / stock <= 1.2, 1 worker / course
+config <= 1.0, N workers / N-lane floor <= 1.3) and where the time of one submission
+goes: kernel start, the notebook's cells, the judge's checks and its requests to the
+kernel, nbgrader's own steps, the Dask task and the client's writes. It is a measurement
+to read, not a test: run it on an otherwise idle machine.
 """
 
 import os
@@ -46,13 +38,11 @@ from pathlib import Path
 from attncourse.autograde import prepare
 from attncourse.constants import (
     CELL_TIMEOUT_S,
-    RELEASE,
-    SOURCE,
     cores,
     default_workers,
     threads_per_kernel,
 )
-from attncourse.course import ROOT, course_config, nbgrader, notebook_path, venv_path
+from attncourse.course import ROOT, course_config, nbgrader, venv_path
 from attncourse.gradebook import total_scores
 from attncourse.pipeline import grade
 from attncourse.submissions import solution_submission, write_submission
@@ -65,16 +55,15 @@ c.Execute.extra_arguments = {extra!r}
 
 
 def bench_submissions(assignment, root=ROOT):
-    """student -> notebook: the demo students (or the solution and the release when none)."""
-    import nbformat
-
+    """student -> notebook: the full solution and the demo class's partly wrong student (the
+    one of most answers of their own), both complete notebooks."""
     from attncourse.demo import demo_students
 
-    students = demo_students(assignment, root) or {"solution": {}, "blank": "release"}
-    release = nbformat.read(notebook_path(root, RELEASE, assignment), as_version=4)
+    own = {s: a for s, a in demo_students(assignment, root).items() if isinstance(a, dict)}
+    wrong = own[max(own, key=lambda s: len(own[s]))] if own else {}
     return {
-        s: release if answers == "release" else solution_submission(root, assignment, answers)
-        for s, answers in students.items()
+        "solution": solution_submission(root, assignment),
+        "partly_wrong": solution_submission(root, assignment, wrong),
     }
 
 
@@ -183,9 +172,15 @@ def where_time_goes(extra, records):
             lambda: _kernel_start(extra, True, fork_server=True)
         ),
         "kernel ready, in the pipeline (median)": statistics.median(ready) if ready else 0.0,
-        "notebook compute, in the pipeline (median)": statistics.median(compute)
+        "notebook's cells and checks, in the pipeline (median)": statistics.median(compute)
         if compute
         else 0.0,
+        "  of which the judge's checks, its requests to the kernel included (median)": (
+            _median_of(r.record.timing["judge_s"] for r in records if "judge_s" in r.record.timing)
+        ),
+        "  requests of the judge to the kernel per notebook (median, a count)": _median_of(
+            r.record.timing["requests"] for r in records if "requests" in r.record.timing
+        ),
         "nbgrader autograde around the execution: sanitize, gradebook, export (median)": (
             _median_of(r.seconds - r.record.timing["execute_s"] for r in timed)
         ),
@@ -245,102 +240,78 @@ def _grade_once(base, config, assignment, submissions, copies, root=ROOT):
     return clock, total_scores(course, assignment), records
 
 
-_LANE = """
+_FLOOR = """
+import json
 import sys
-from pathlib import Path
 
-import nbclient
-import nbformat
-
-path = Path(sys.argv[1])
-for _ in range(int(sys.argv[2])):
-    nb = nbformat.read(path, as_version=4)
-    resources = {"metadata": {"path": str(path.parent)}}
-    nbclient.NotebookClient(nb, timeout=600, allow_errors=True, resources=resources).execute()
+with open(sys.argv[1]) as f:
+    cells = json.load(f)["cells"]
+namespace = {"__name__": "__main__"}
+for cell in cells:
+    if cell["cell_type"] == "code":
+        source = cell["source"]
+        try:
+            exec(compile("".join(source), "<cell>", "exec"), namespace)
+        except Exception:
+            pass
 """
 
 
-def ceiling_wall(notebook, runs, lanes, threads):
-    """Seconds to execute ``notebook`` ``runs`` times with plain nbclient, in ``lanes``
-    processes side by side: the same kernels and compute with no grading, sandbox or
-    gradebook, so N lanes over 1 lane is what this machine can give any pipeline."""
+def floor_wall(notebooks, lanes, threads):
+    """Seconds to run the code cells of each of ``notebooks`` with plain ``python``, one
+    process per notebook, ``lanes`` at a time: the same compute with no kernel, grading,
+    sandbox or gradebook, paying ``import torch`` in every process."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), PATH=venv_path())
+    queue, running = list(notebooks), []
     started = time.monotonic()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _LANE, str(notebook), str(runs // lanes)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(lanes)
-    ]
-    if any(p.wait() for p in procs):
-        raise RuntimeError(f"executing {notebook} failed")
+    while queue or running:
+        while queue and len(running) < lanes:
+            notebook = Path(queue.pop())
+            cmd = [sys.executable, "-c", _FLOOR, str(notebook)]
+            running.append(
+                subprocess.Popen(cmd, env=env, cwd=notebook.parent, stdout=subprocess.DEVNULL)
+            )
+        running[0].wait()
+        running = [p for p in running if p.poll() is None]
     return time.monotonic() - started
 
 
-def ratio_lines(walls, workers, threads, cores, submissions=1, notebooks=1):
+TARGETS = (  # (slower, faster, what, target): slower / faster <= target
+    ("course", "stock", "nbgrader autograde, the course's config / stock nbgrader", 1.2),
+    ("1w", "course", "attncourse grade, 1 worker / nbgrader with the course's config", 1.0),
+    ("nw", "floor", "attncourse grade, {n} workers / the {n}-lane floor", 1.3),
+)
+
+
+def ratio_lines(walls, workers):
     """The target ratios, each taken within a round (same machine state), then their median.
 
-    ``walls``: configuration -> wall seconds per round, rounds in the same order; a grading
-    run grades ``submissions``, a ceiling run executes ``notebooks``."""
-
-    def ratio(slow, fast, text, scale=1.0):
-        per_round = [scale * a / b for a, b in zip(walls[slow], walls[fast], strict=True)]
+    ``walls``: configuration -> wall seconds per round, rounds in the same order, every
+    configuration over the same submissions."""
+    lines = []
+    for slow, fast, what, target in TARGETS:
+        per_round = [a / b for a, b in zip(walls[slow], walls[fast], strict=True)]
+        ratio = statistics.median(per_round)
         rounds = ", ".join(f"{r:.2f}" for r in per_round)
-        return f"  {text}: {statistics.median(per_round):.2f}x (rounds: {rounds})"
-
-    return [
-        ratio(
-            "ceiling 1",
-            "ceiling n",
-            f"the machine's ceiling: plain nbclient, {workers} lanes / 1 lane, {threads} torch "
-            "threads per kernel",
-        ),
-        ratio(
-            "1t",
-            "nw",
-            f"throughput {workers} workers / 1 worker, {threads} torch threads per kernel in "
-            "both (target >= 1.7x on 2 cores)",
-        ),
-        ratio(
-            "1w",
-            "nw",
-            f"throughput {workers} workers / 1 worker as `make grade WORKERS=1` runs it "
-            f"({cores} torch threads in its one kernel)",
-        ),
-        ratio("stock", "1w", "stock time / 1-worker time (target >= 1.0)"),
-        ratio(
-            "serial",
-            "1w",
-            "serial nbgrader with the course config / 1-worker time (target >= 1.0)",
-        ),
-        ratio(
-            "nw",
-            "ceiling n",
-            f"{workers} workers / the {workers}-lane floor (plain nbclient), per notebook "
-            "(target <= 1.3x)",
-            scale=notebooks / submissions,
-        ),
-    ]
+        verdict = "met" if ratio <= target else "NOT met"
+        lines.append(
+            f"  {what.format(n=workers)}: {ratio:.2f}x (target <= {target}x, {verdict}; "
+            f"rounds: {rounds})"
+        )
+    return lines
 
 
 def run_bench(
     assignment: str = "attention_variants",
-    copies: int = 8,
+    copies: int = 4,
     workers: int | None = None,
-    rounds: int = 2,
+    rounds: int = 1,
     dest: str | os.PathLike | None = None,
     course: str | os.PathLike = ROOT,
 ) -> int:
     """Grade the copies with each configuration, ``rounds`` times interleaved; print seconds
-    per submission, the ratios and where the time goes. Exit 1 if the pipeline's runs disagree.
-
-    The machine's speed drifts over minutes (other virtual machines on the host), so the
-    configurations take turns, in a rotated order each round, and each ratio compares runs
-    of the same round.
-    """
+    per submission, the three target ratios and where the time goes. Exit 1 if the course
+    config's runs (nbgrader and attncourse grade) disagree on a score."""
     workers = workers or default_workers()
     threads = threads_per_kernel(workers)  # what `attncourse grade` gives each kernel
     base = Path(dest or tempfile.mkdtemp(prefix="attncourse-bench-"))
@@ -348,51 +319,51 @@ def run_bench(
     n = len(submissions) * copies
     configs = {
         "stock": ("stock nbgrader autograde", "stock", None),
-        "serial": ("nbgrader autograde, the course's config", "serial", None),
-        "1w": (f"attncourse grade (Dask), 1 worker, {cores()} threads", 1, cores()),
-        "1t": (f"attncourse grade (Dask), 1 worker, {threads} threads", 1, threads),
-        "nw": (f"attncourse grade (Dask), {workers} workers, {threads} threads", workers, threads),
+        "course": ("nbgrader autograde, the course's config", "serial", None),
+        "1w": (f"attncourse grade, 1 worker, {cores()} threads", 1, cores()),
+        "nw": (f"attncourse grade, {workers} workers, {threads} threads each", workers, threads),
+        "floor": (f"the floor: plain python, {workers} at a time, {threads} threads", None, None),
     }
     print(
-        f"bench: {assignment}, {n} submissions ({len(submissions)} demo x {copies}), "
-        f"{cores()} cores, {rounds} rounds",
+        f"bench: {assignment}, {n} complete submissions ({', '.join(submissions)} x {copies}), "
+        f"{cores()} cores, {rounds} round{'s' * (rounds > 1)}",
         flush=True,
     )
     keys = list(configs)
-    walls = {k: [] for k in [*keys, "ceiling 1", "ceiling n"]}
+    walls = {k: [] for k in keys}
     scores, records = {}, []
-    source = notebook_path(course, SOURCE, assignment)
-    runs = workers * max(1, n // (4 * workers))  # notebooks per ceiling measurement
+    notebooks = base / "floor"
+    notebooks.mkdir(parents=True, exist_ok=True)
+    floor = []
+    for student, nb in submissions.items():
+        for k in range(copies):
+            floor.append(write_submission(notebooks, f"{student}-{k}", assignment, nb))
     for r in range(rounds):
         for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            clock, scores[key], got = _grade_once(
-                base / f"{key}-{r}", configs[key], assignment, submissions, copies, course
-            )
+            if key == "floor":
+                with _Clock() as clock:
+                    floor_wall(floor, workers, threads)
+            else:
+                clock, scores[key], got = _grade_once(
+                    base / f"{key}-{r}", configs[key], assignment, submissions, copies, course
+                )
+                records += got
             walls[key].append(clock.wall)
-            records += got
             print(clock.line(f"round {r + 1}  {configs[key][0]}", n), flush=True)
-        for lanes, key in ((1, "ceiling 1"), (workers, "ceiling n")):
-            walls[key].append(ceiling_wall(source, runs, lanes, threads))
-            label = (
-                f"round {r + 1}  plain nbclient, {lanes} lane{'s' * (lanes > 1)}, {threads} threads"
-            )
-            print(f"  {label:60s} {walls[key][-1] / runs:6.2f} s/notebook", flush=True)
-    print("ratios:")
-    for line in ratio_lines(walls, workers, threads, cores(), n, runs):
+    print("ratios (each within a round, then the median of rounds):")
+    for line in ratio_lines(walls, workers):
         print(line)
-    pipeline = [k for k in configs if isinstance(configs[k][1], int)]
-    same = [*pipeline, "serial"]  # nbgrader's own loop under the course config too
+    same = ("course", "1w", "nw")
     differ = sorted(s for s in scores["1w"] if len({str(scores[k].get(s)) for k in same}) > 1)
     from_stock = sorted(s for s in scores["1w"] if scores["1w"][s] != scores["stock"].get(s))
     print(
-        f"  all pipeline runs and serial nbgrader give the same scores: "
+        f"  nbgrader with the course's config and attncourse grade give the same scores: "
         f"{'yes' if not differ else 'NO: ' + ', '.join(differ)}"
     )
     print(
         f"  stock scores differ for: {', '.join(from_stock) or 'nobody'} "
-        "(stock zeroes cells that warn on stderr and aborts on damaged notebooks)"
+        "(stock runs the hidden tests in the student's kernel and zeroes cells that warn)"
     )
-
     extra = list(course_config(course).Execute.extra_arguments)
     print("where the time of one submission goes (seconds):")
     for what, seconds in where_time_goes(extra, records).items():

@@ -46,8 +46,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Time stock and serial nbgrader autograde against attncourse grade with 1 worker (all
-    threads, and its share of them) and N workers: the five configurations of make bench."""
+    """Time the grading of complete notebooks (the solution and a partly wrong student):
+    stock nbgrader autograde, nbgrader autograde with the course's config, attncourse grade
+    with 1 and with N workers, and the floor (the code cells run by plain python, N at a
+    time); print the three target ratios and where one submission's time goes."""
     from attncourse.bench import run_bench
 
     return run_bench(
@@ -221,9 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("bench", parents=[where], help=cmd_bench.__doc__)
     p.add_argument("--assignment", default="attention_variants")
-    p.add_argument("--copies", type=int, default=8, help="copies of each demo submission")
-    p.add_argument("--rounds", type=int, default=2, help="turns of the five configurations")
-    p.add_argument("--workers", type=int, default=None, help="the parallel run (default: cores)")
+    p.add_argument(
+        "--copies", type=int, default=4, help="copies of the solution and of the partly wrong one"
+    )
+    p.add_argument("--rounds", type=int, default=1, help="turns of the five configurations")
+    p.add_argument(
+        "--workers", type=int, default=None, help="the parallel run and floor (default: cores)"
+    )
     p.add_argument("--dir", default=None, help="keep the scratch courses here (default: temporary)")
     p.set_defaults(func=cmd_bench)
 

@@ -23,7 +23,9 @@ class RunRecord:
     refused_files: list[str] = field(default_factory=list)  # links and special files removed
     unreadable: str | None = None  # why the submitted file could not be read as a notebook
     faults: list[dict] = field(default_factory=list)  # {"cell": grade_id, "fault": kind}
-    timing: dict[str, float] = field(default_factory=dict)  # kernel_ready_s, execute_s
+    timing: dict[str, float] = field(
+        default_factory=dict
+    )  # kernel_ready_s, execute_s, judge_s, requests
     protections: dict | None = None  # the kernel's sandbox, as the launcher recorded it
     integrity: list[dict] = field(default_factory=list)  # attncourse.integrity's findings
     # {"part", "student"}: answers that match a classmate's own numbers (the report lists them)

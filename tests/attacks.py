@@ -155,6 +155,35 @@ threading.Thread(target=_loop, daemon=True).start()
         answers=WRONG,
         control="wrong",
     ),
+    Attack(
+        "thread_writes_into_judge_channel",
+        "threads",
+        """
+import json, os, socket, struct, threading, time
+def _forge():
+    forged = [json.dumps({"seq": seq, "value": {"t": "bool", "v": True}}).encode()
+              for seq in range(300)]
+    while True:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                s = socket.socket(fileno=os.dup(int(fd)))
+            except (OSError, ValueError):
+                continue
+            try:
+                if (s.family == socket.AF_UNIX and str(s.getsockname()).endswith("judge.sock")
+                        and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)):
+                    for data in forged:
+                        s.sendall(struct.pack("!I", len(data)) + data)
+            except OSError:
+                pass
+            finally:
+                s.close()
+        time.sleep(0.001)
+threading.Thread(target=_forge, daemon=True).start()
+""",
+        answers=WRONG,
+        control="wrong",
+    ),
     # -- fooling comparisons from the answer itself
     Attack(
         "tensor_subclass_torch_function",

@@ -1,7 +1,7 @@
 """Helpers of the tests that start a sandboxed kernel or reach into a grader's mounts.
 
-Shared by ``test_sandbox``, ``test_budgets``, ``test_gpu``, ``test_nonroot`` and
-``test_nonroot_kernel`` (a helper module, as ``toy_course`` and ``casetable`` are: no test
+Shared by ``test_sandbox``, ``test_budgets``, ``test_gpu``, ``test_channel``, ``test_nonroot``
+and ``test_nonroot_kernel`` (a helper module, as ``toy_course`` and ``casetable`` are: no test
 module imports from another).
 """
 
@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 from jupyter_core.utils import run_sync
 
+from attncourse.constants import MAX_REPLY_BYTES
+from attncourse.judge.channel import PipeChannel
+from attncourse.judge.remote import Session, StudentNamespace
+from attncourse.sandbox.filesystem import JUDGE_SOCKET
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
 
@@ -33,18 +37,68 @@ def sandboxed_kernel(**traits):
     (root / "run").mkdir()
     km = SandboxKernelManager(**traits)
     km.use_run_dir(root / "run")
+    try:
+        with started(km, root / "work") as kc:
+            yield root, km, kc
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def started(km, cwd, **kwargs):
+    """The kernel of ``km`` started in ``cwd`` and ready: yields its client, then kills it."""
     run_sync(km.start_kernel)(
-        cwd=str(root / "work"), extra_arguments=["--HistoryManager.hist_file=:memory:"]
+        cwd=str(cwd), extra_arguments=["--HistoryManager.hist_file=:memory:"], **kwargs
     )
     kc = km.client()
     try:
         kc.start_channels()
         run_sync(kc.wait_for_ready)(timeout=120)
-        yield root, km, kc
+        yield kc
     finally:
         kc.stop_channels()
         run_sync(km.shutdown_kernel)(now=True)
-        shutil.rmtree(root, ignore_errors=True)
+
+
+def kernel_execute(kc, timeout=120):
+    """``execute(code) -> outputs`` over a kernel client (its error outputs by ``ename``)."""
+
+    def execute(code):
+        outputs = []
+
+        def hook(msg):
+            kind, content = msg["msg_type"], msg["content"]
+            if kind in ("display_data", "execute_result"):
+                outputs.append({"output_type": kind, "data": content["data"]})
+            elif kind == "stream":
+                outputs.append(
+                    {"output_type": kind, "name": content["name"], "text": content["text"]}
+                )
+            elif kind == "error":
+                outputs.append({"output_type": kind, "ename": content["ename"]})
+
+        run_sync(kc.execute_interactive)(
+            code, timeout=timeout, output_hook=hook, store_history=False
+        )
+        return outputs
+
+    return execute
+
+
+def kernel_judge(run, km, kc, timeout=120):
+    """``judged(work)``: ``work(ns)`` as a check of the judge, its requests over a PipeChannel
+    to the kernel of ``km``/``kc`` whose run directory is ``run``; a call over ``timeout``
+    seconds interrupts the kernel."""
+    execute = kernel_execute(kc)
+
+    def stop(served):
+        run_sync(km.interrupt_kernel)()
+
+    pipe = PipeChannel(
+        execute, Path(run) / JUDGE_SOCKET, MAX_REPLY_BYTES, lambda: timeout, stop, grace=30
+    )
+    ns = StudentNamespace(Session(pipe))
+    return lambda work: pipe.judge(lambda: work(ns), execute)
 
 
 def kernel_output(kc, code, timeout=60):

@@ -11,10 +11,10 @@ import resource
 import pytest
 import torch
 from jupyter_core.utils import run_sync
-from sandboxkit import sandboxed_kernel
+from sandboxkit import kernel_execute, kernel_judge, sandboxed_kernel
 
 from attncourse.judge import checks
-from attncourse.judge.channel import KernelChannel, LocalChannel
+from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Remote, Session, StudentNamespace, StudentRaised
 
 pytestmark = [
@@ -68,71 +68,51 @@ def test_a_sandboxed_kernel_computes_on_the_gpu_without_an_address_space_limit(f
     assert int(limit) == resource.RLIM_INFINITY, f"RLIMIT_AS {limit} under CUDA"
 
 
-def kernel_execute(kc):
-    """``execute(code) -> outputs`` over a kernel client, as the grader's KernelChannel uses it."""
-
-    def execute(code):
-        outputs = []
-
-        def hook(msg):
-            kind, content = msg["msg_type"], msg["content"]
-            if kind in ("display_data", "execute_result"):
-                outputs.append({"output_type": kind, "data": content["data"]})
-            elif kind == "stream":
-                outputs.append(
-                    {"output_type": kind, "name": content["name"], "text": content["text"]}
-                )
-            elif kind == "error":
-                outputs.append({"output_type": kind, "ename": content["ename"]})
-
-        run_sync(kc.execute_interactive)(code, timeout=120, output_hook=hook, store_history=False)
-        return outputs
-
-    return execute
-
-
 @pytest.mark.kernel
 def test_the_judge_round_trips_cuda_tensors_through_a_sandboxed_kernel():
-    with sandboxed_kernel(fork_server=True) as (_, _km, kc):
+    with sandboxed_kernel(fork_server=True) as (root, km, kc):
         execute = kernel_execute(kc)
         assert not [o for o in execute(STUDENT_CELL) if o["output_type"] == "error"]
-        ns = StudentNamespace(Session(KernelChannel(execute)))
+        kernel_judge(root / "run", km, kc)(round_trips)
 
-        # The kernel's CUDA tensors arrive in the judge as plain CPU tensors, dtype kept.
-        got = ns["on_gpu"]
-        assert type(got) is torch.Tensor and got.device.type == "cpu"
-        assert torch.equal(got, torch.arange(6.0).reshape(2, 3))
-        bf16 = ns["on_gpu_bf16"]
-        assert bf16.dtype == torch.bfloat16 and bf16.device.type == "cpu"
 
-        # Judge tensors go to the kernel's CPU, or to its GPU through ns.on_device.
-        where = ns["where"]
-        assert where(torch.ones(2)) == ("cpu", "torch.float32")
-        assert where(ns.on_device(torch.ones(2)))[0].startswith("cuda")
-        assert where(ns.on_device(torch.ones(2, dtype=torch.bfloat16)))[1] == "torch.bfloat16"
+def round_trips(ns):
+    """One check of the judge on the kernel's CUDA objects (runs in the channel's thread)."""
+    # The kernel's CUDA tensors arrive in the judge as plain CPU tensors, dtype kept.
+    got = ns["on_gpu"]
+    assert type(got) is torch.Tensor and got.device.type == "cpu"
+    assert torch.equal(got, torch.arange(6.0).reshape(2, 3))
+    bf16 = ns["on_gpu_bf16"]
+    assert bf16.dtype == torch.bfloat16 and bf16.device.type == "cpu"
 
-        # A float32 product on the GPU is float32-accurate (TF32 off): the judge's float64
-        # reference on the CPU agrees to ~1e-6, where TF32 would be off by ~1e-3.
-        gen = torch.Generator().manual_seed(0)
-        a, b = (torch.randn(256, 256, generator=gen) for _ in range(2))
-        product = ns["matmul"](ns.on_device(a), ns.on_device(b))
-        assert product.device.type == "cpu" and product.dtype == torch.float32
-        assert checks.rel_error(product, a.double() @ b.double()) < 1e-5
-        assert ns["torch"].get_float32_matmul_precision() == "highest"
+    # Judge tensors go to the kernel's CPU, or to its GPU through ns.on_device.
+    where = ns["where"]
+    assert where(torch.ones(2)) == ("cpu", "torch.float32")
+    assert where(ns.on_device(torch.ones(2)))[0].startswith("cuda")
+    assert where(ns.on_device(torch.ones(2, dtype=torch.bfloat16)))[1] == "torch.bfloat16"
 
-        # A model moved to the grading device and called there.
-        layer = ns["layer"]
-        assert isinstance(layer, Remote) and layer.is_a("linear")
-        layer.to(ns.device)
-        assert layer.weight.device.type == "cpu"  # what the judge sees is always on its CPU
-        out = layer(ns.on_device(torch.ones(4, 3)), no_grad=True)
-        weight, bias = layer.weight, layer.bias
-        assert torch.allclose(out, torch.ones(4, 3) @ weight.T + bias, atol=1e-6)
+    # A float32 product on the GPU is float32-accurate (TF32 off): the judge's float64
+    # reference on the CPU agrees to ~1e-6, where TF32 would be off by ~1e-3.
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(256, 256, generator=gen) for _ in range(2))
+    product = ns["matmul"](ns.on_device(a), ns.on_device(b))
+    assert product.device.type == "cpu" and product.dtype == torch.float32
+    assert checks.rel_error(product, a.double() @ b.double()) < 1e-5
+    assert ns["torch"].get_float32_matmul_precision() == "highest"
 
-        # A CUDA error in the student's code is reported as theirs, and the kernel lives on.
-        with pytest.raises(StudentRaised, match="RuntimeError"):
-            ns["matmul"](ns.on_device(torch.ones(2, 3)), torch.ones(3, 2))
-        assert ns["where"].__name__ == "where"
+    # A model moved to the grading device and called there.
+    layer = ns["layer"]
+    assert isinstance(layer, Remote) and layer.is_a("linear")
+    layer.to(ns.device)
+    assert layer.weight.device.type == "cpu"  # what the judge sees is always on its CPU
+    out = layer(ns.on_device(torch.ones(4, 3)), no_grad=True)
+    weight, bias = layer.weight, layer.bias
+    assert torch.allclose(out, torch.ones(4, 3) @ weight.T + bias, atol=1e-6)
+
+    # A CUDA error in the student's code is reported as theirs, and the kernel lives on.
+    with pytest.raises(StudentRaised, match="RuntimeError"):
+        ns["matmul"](ns.on_device(torch.ones(2, 3)), torch.ones(3, 2))
+    assert ns["where"].__name__ == "where"
 
 
 def test_the_agent_in_this_process_moves_cuda_tensors_to_the_cpu():

@@ -26,7 +26,7 @@ from nbgrader.utils import determine_grade
 from attncourse.cells import grade_id, is_test_cell
 from attncourse.course import ROOT, assignments
 from attncourse.judge import agent, checks, verdict, wire
-from attncourse.judge.channel import AGENT_NAME, AGENT_SOURCE, KernelChannel, LocalChannel
+from attncourse.judge.channel import AGENT_SOURCE, LocalChannel
 from attncourse.judge.remote import KernelFault, Remote, Session, StudentNamespace, StudentRaised
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -619,92 +619,6 @@ def test_a_forged_student_raised_is_bounded_data():
     with pytest.raises(StudentRaised) as info:
         ns["x"]
     assert len(info.value.kind) == 100 and len(info.value.message) == 2000
-
-
-# ------------------------------------------------------------------ KernelChannel
-
-
-def display(text, mime=agent.MIME):
-    return {"output_type": "display_data", "data": {mime: text}, "metadata": {}}
-
-
-class FakeKernel:
-    """``execute(code)`` of a kernel: serves the agent in this process, or returns ``outputs``."""
-
-    def __init__(self, namespace=None, outputs=None):
-        self.serve = agent.make_server(namespace or {})
-        self.outputs = outputs
-        self.codes = []
-
-    def __call__(self, code):
-        self.codes.append(code)
-        if repr(AGENT_SOURCE) in code:  # the install: nothing published
-            return [{"output_type": "stream", "name": "stdout", "text": ""}]
-        call = ast.parse(code, mode="eval").body
-        assert isinstance(call, ast.Call) and call.func.id == AGENT_NAME
-        text = ast.literal_eval(call.args[0])
-        if self.outputs is not None:
-            return self.outputs(json.loads(text))
-        return [display(self.serve(text))]
-
-
-def test_kernel_channel_installs_once_and_round_trips():
-    kernel = FakeKernel({"x": torch.arange(3), "f": keyword})
-    channel = KernelChannel(kernel)
-    ns = StudentNamespace(Session(channel))
-    assert torch.equal(ns["x"], torch.arange(3)) and ns["f"](1) == 12
-    assert sum(repr(AGENT_SOURCE) in c for c in kernel.codes) == 1
-    compile(kernel.codes[0], "<install>", "exec")  # the install is valid Python
-    channel.reset()
-    assert ns["f"].__name__ == "keyword"
-    assert sum(repr(AGENT_SOURCE) in c for c in kernel.codes) == 2
-
-
-@pytest.mark.parametrize(
-    "outputs, message",
-    [
-        (lambda r: [], "no answer from the kernel"),
-        (
-            lambda r: [{"output_type": "stream", "name": "stdout", "text": "hi"}],
-            "no answer from the kernel",
-        ),
-        (lambda r: [display('{"seq": 0}', mime="text/plain")], "no answer from the kernel"),
-        (
-            lambda r: [display(json.dumps({"seq": r["seq"], "value": {"t": "int", "v": 1}}))] * 2,
-            "several answers",
-        ),
-        (
-            lambda r: [
-                {"output_type": "error", "ename": "CellTimeoutError", "evalue": "", "traceback": []}
-            ],
-            "time limit",
-        ),
-        (
-            lambda r: [
-                {"output_type": "error", "ename": "RuntimeError", "evalue": "x", "traceback": []}
-            ],
-            "no answer from the kernel",
-        ),
-        (lambda r: [display({"seq": r["seq"], "value": {"t": "int", "v": 1}})], "not readable"),
-        (
-            lambda r: [display(json.dumps({"seq": r["seq"] + 1, "value": {"t": "none"}}))],
-            "different",
-        ),
-    ],
-    ids=["zero", "stream_only", "other_mime", "two", "timeout", "error", "not_text", "wrong_seq"],
-)
-def test_kernel_channel_refuses_anything_but_one_reply(outputs, message):
-    ns = StudentNamespace(Session(KernelChannel(FakeKernel(outputs=outputs))))
-    with pytest.raises(KernelFault, match=message):
-        ns["x"]
-
-
-def test_kernel_channel_takes_a_reply_sent_as_execute_result():
-    def outputs(request):
-        text = json.dumps({"seq": request["seq"], "value": {"t": "str", "v": "ok"}})
-        return [{"output_type": "execute_result", "data": {agent.MIME: text}, "metadata": {}}]
-
-    assert StudentNamespace(Session(KernelChannel(FakeKernel(outputs=outputs))))["x"] == "ok"
 
 
 # ======================================================================== the agent

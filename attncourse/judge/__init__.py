@@ -5,8 +5,8 @@
 * :mod:`~attncourse.judge.wire` — what crosses, and the checks on what arrives;
 * :mod:`~attncourse.judge.remote` — the judge's view of the notebook
   (:class:`StudentNamespace`, :class:`Remote` handles);
-* :mod:`~attncourse.judge.channel` — reaching the agent in a kernel, or in this
-  process for the fast tests;
+* :mod:`~attncourse.judge.channel` — reaching the agent in a kernel over a Unix socket
+  (one serving execution per check), or in this process for the fast tests;
 * :mod:`~attncourse.judge.verdict` — a check's outcome as the test cell's outputs;
 * :mod:`~attncourse.judge.checks` — the base of every assignment's checks: comparisons,
   failure messages, the run's secret inputs, helpers for the student's objects;

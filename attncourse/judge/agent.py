@@ -1,7 +1,9 @@
 """The kernel side of the judge: the only grading code that ever runs in a student's kernel.
 
-The judge sends this file's text to the kernel after the student's cells have
-run and then talks to :func:`serve` one request at a time. It holds no
+The judge sends this file's text to the kernel once (:func:`install`), which
+listens on a Unix socket in the kernel's run directory; at each test cell one
+execution serves the judge's requests over one connection, a length-prefixed
+frame each way per request, until the judge sends the empty frame. It holds no
 reference, no threshold and no seed: a request names an operation on the
 student's objects (look a name up, get an attribute, call), carries its
 arguments as plain data, and the reply carries plain data back — numbers,
@@ -16,15 +18,18 @@ the kernel; :func:`make_server` is also used in-process by the fast tests.
 """
 
 import base64
-import builtins
 import contextlib
 import io
 import json
+import os
+import socket
+import struct
 
 import numpy
 import torch
 
-MIME = "application/x-attncourse-reply+json"
+HEADER = struct.Struct("!I")  # a frame's length, before its bytes
+MAX_REQUEST_BYTES = 256 * 2**20  # a longer request frame ends the connection
 MAX_ITEMS = 10_000  # items in one returned tuple, list or dict
 MAX_DEPTH = 8
 MAX_TEXT = 100_000  # characters of a returned string or of captured output
@@ -239,14 +244,62 @@ def make_server(namespace):
     return _Server(namespace).serve
 
 
-def install(namespace, name):
-    """Kernel bootstrap: bind ``name`` to a function that answers a request as display data."""
-    from IPython.display import publish_display_data
+def read_exact(conn, size):
+    """``size`` bytes from the socket ``conn``, or None when the peer closed it first."""
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        n = conn.recv_into(view[got:])
+        if n == 0:
+            return None
+        got += n
+    return bytes(data)
 
+
+def write_frame(conn, data):
+    """Send ``data`` as one frame: its length, then its bytes."""
+    conn.sendall(HEADER.pack(len(data)))
+    conn.sendall(data)
+
+
+def read_frame(conn, limit):
+    """The next frame's bytes; None at the peer's close, at an empty frame (the judge is done)
+    or at a frame longer than ``limit``."""
+    header = read_exact(conn, HEADER.size)
+    if header is None:
+        return None
+    (size,) = HEADER.unpack(header)
+    return read_exact(conn, size) if 0 < size <= limit else None
+
+
+def serve_connection(conn, serve, limit=MAX_REQUEST_BYTES):
+    """Answer the request frames of ``conn`` with ``serve`` until ``read_frame`` says stop."""
+    while (request := read_frame(conn, limit)) is not None:
+        write_frame(conn, serve(request.decode("utf-8")).encode("utf-8"))
+
+
+def install(namespace, name, path):
+    """Kernel bootstrap: listen at ``path`` and bind ``name`` to a function that serves one
+    connection of the judge (one check's requests, named by a token) until it is done."""
     serve = make_server(namespace)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
 
-    def answer(text):
-        publish_display_data({MIME: serve(text)})
+    def answer(token):
+        """Serve the connection whose first frame is ``token`` (older ones were left behind)."""
+        while True:
+            conn, _ = listener.accept()
+            with conn:
+                try:
+                    if read_frame(conn, len(token)) != token.encode("ascii"):
+                        continue
+                except OSError:
+                    continue
+                with contextlib.suppress(OSError):  # the judge hung up: this check is over
+                    serve_connection(conn, serve)
+                return
 
     namespace[name] = answer
-    return builtins.id(answer)

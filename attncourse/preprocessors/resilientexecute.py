@@ -7,8 +7,11 @@ the cells before it and goes on. Test cells never run in the kernel: at each one
 (:mod:`attncourse.judge`) asks the kernel for data and writes the verdict.
 """
 
+import asyncio
+import inspect
 import os
 import shutil
+import signal
 import time
 from collections import defaultdict
 
@@ -27,11 +30,12 @@ from attncourse import constants
 from attncourse.cells import code_cells, is_test_cell
 from attncourse.constants import EXAMPLE_STUDENT, METADATA_KEY
 from attncourse.judge import verdict
-from attncourse.judge.channel import KernelChannel
+from attncourse.judge.channel import PipeChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
 from attncourse.roster import roster_reader
 from attncourse.runrecord import RunRecord
 from attncourse.sandbox import sparekernel
+from attncourse.sandbox.filesystem import JUDGE_SOCKET
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
 from attncourse.sandbox.workspace import Workspace
 
@@ -99,7 +103,6 @@ class ResilientExecute(Execute):
                     cell.outputs = [_error("SubmissionUnreadable", record.unreadable)]
             return nb, resources
         self._record = record
-        self._judge_setup(nb, resources)
         self._dead = set()
         self._restarts = 0
         self._output_bytes = defaultdict(int)
@@ -117,6 +120,7 @@ class ResilientExecute(Execute):
             )
         if self._adopt is not None:
             self._workspace.give_to(self._adopt)
+        self._judge_setup(nb, resources)
         meta["path"] = str(self._workspace.work)
         started = self._kernel_started = time.monotonic()
         try:
@@ -125,6 +129,8 @@ class ResilientExecute(Execute):
             meta["path"] = original
             self._workspace.remove()
         record.timing["execute_s"] = round(time.monotonic() - started, 3)
+        record.timing["judge_s"] = round(self._judge_s, 3)  # its checks, requests included
+        record.timing["requests"] = self._session.requests
         return nb, resources
 
     def _spare_key(self, kernel_name):
@@ -183,9 +189,19 @@ class ResilientExecute(Execute):
             self._checks = {}
         torch.set_num_threads(1)  # the judge's references are small: threads only contend
         self._secret = verdict.new_secret()
-        self._channel = KernelChannel(self._judge_execute)
+        self._channel = PipeChannel(
+            self._judge_execute,
+            self._workspace.run / JUDGE_SOCKET,
+            self.max_reply_bytes,
+            timeout=lambda: min(self.timeout or self._left(), self._left()),
+            stop=self._stop_serving,
+            grace=self.iopub_timeout,
+        )
+        self._serving = False
+        self._judge_s = 0.0
         student = resources.get("nbgrader", {}).get("student") or EXAMPLE_STUDENT
-        self._ns = StudentNamespace(Session(self._channel), code_cells(nb), student)
+        self._session = Session(self._channel)
+        self._ns = StudentNamespace(self._session, code_cells(nb), student)
         # per-student numbers: the classmates whose instance the answers match, for the report
         self._ns.roster = roster_reader(resources.get("nbgrader", {}).get("db_url"))
         self._ns.instance_matches = self._record.instance_matches
@@ -202,38 +218,87 @@ class ResilientExecute(Execute):
             message = self._budget_message()
         else:
             self._probing = index
+            started = time.monotonic()
             try:
-                message = verdict.run_check(check, self._ns, self._secret, test_index=index)
+                message = self._judged(
+                    lambda: verdict.run_check(check, self._ns, self._secret, test_index=index)
+                )
             finally:
                 self._probing = None
+                self._judge_s += time.monotonic() - started
         cell.outputs = verdict.outputs(message)
         cell.execution_count = None
         return cell, self.resources
 
-    def _judge_execute(self, code):
-        """Run one request of the judge in the kernel; its outputs (KernelFault when lost)."""
-        index = self._probing
+    def _judged(self, work):
+        """``work()`` (a check) while one execution in the kernel serves its requests; a
+        kernel lost in that execution is restarted once the check is over."""
+        self._lost, self._killed = None, False
+        try:
+            self._may_probe()
+            message = self._channel.judge(work, self._serve)
+        except KernelFault as fault:  # the agent could not be installed: every request fails
+            self._channel.fail(str(fault))
+            return work()
+        if self._lost is not None:
+            self._recover(self._lost, self._probing)
+        return message
+
+    def _serve(self, code):
+        """The kernel's serving execution (no time limit of its own: each of the check's
+        calls has one, and the check's thread stops a kernel that goes on serving after it)."""
+        keep = self.nb.cells[self._probing]
+        self._serving = True
+        try:
+            self.execute_cell(nbformat.v4.new_code_cell(code), self._probing, store_history=False)
+        except (DeadKernelError, CellTimeoutError) as e:
+            self._lost = e
+        finally:
+            self._serving = False
+            self.nb.cells[self._probing] = keep
+
+    def _stop_serving(self, served):
+        """From the check's thread, when a call ran over its time: interrupt the kernel, and
+        kill it if it still serves ``iopub_timeout`` seconds later (it hung)."""
+        _call(self.km.interrupt_kernel)
+        if not served.wait(self.iopub_timeout):
+            self._killed = True
+            _call(self.km.signal_kernel, signal.SIGKILL)
+
+    def _may_probe(self):
         if self._restarts > self.max_kernel_restarts:
             raise KernelFault("the kernel died too often")
         if self._left() <= 0:
             raise KernelFault(self._budget_message())
+
+    def _judge_execute(self, code):
+        """Run the judge's ``code`` in the kernel at the test cell being judged (the agent's
+        install); its outputs. A kernel that died or hung there is restarted and
+        :class:`KernelFault` raised."""
+        index = self._probing
+        self._may_probe()
         keep = self.nb.cells[index]
         probe = nbformat.v4.new_code_cell(code)
-        self._output_bytes[index] = 0
+        self._killed = False
         try:
             self.execute_cell(probe, index, store_history=False)
         except (DeadKernelError, CellTimeoutError) as e:
-            died = isinstance(e, DeadKernelError)
-            self._fault(keep, index, "kernel died under the judge" if died else "hung")
-            self._restart(index)
-            raise KernelFault(
-                "the kernel died while your code was being called"
-                if died
-                else "your code did not stop when interrupted"
-            ) from None
+            raise self._recover(e, index) from None
         finally:
             self.nb.cells[index] = keep
         return probe.outputs
+
+    def _recover(self, error, index):
+        """Record the kernel lost under the judge at test cell ``index`` and restart it; the
+        KernelFault that says what happened."""
+        died = isinstance(error, DeadKernelError) and not self._killed
+        self._fault(self.nb.cells[index], index, "kernel died under the judge" if died else "hung")
+        self._restart(index)
+        return KernelFault(
+            "the kernel died while your code was being called"
+            if died
+            else "your code did not stop when interrupted"
+        )
 
     def _left(self):
         return self._deadline - time.monotonic()
@@ -245,6 +310,8 @@ class ResilientExecute(Execute):
         )
 
     def _get_timeout(self, cell):
+        if self._serving:
+            return None
         timeout = super()._get_timeout(cell)
         left = max(self._left(), 1.0)
         return left if timeout is None else min(timeout, left)
@@ -330,23 +397,29 @@ class ResilientExecute(Execute):
                 return self._restart(index)
 
     def output(self, outs, msg, display_id, cell_index):
+        if self._probing is not None:
+            return None  # what the kernel prints while the judge calls it is not kept
         content = msg.get("content", {})
         size = len(content.get("text", "")) + sum(
             len(str(v)) for v in content.get("data", {}).values()
         )
-        cap = self.max_reply_bytes if self._probing is not None else self.max_output_bytes
-        left = cap - self._output_bytes[cell_index]
+        left = self.max_output_bytes - self._output_bytes[cell_index]
         self._output_bytes[cell_index] += size
         if size <= left:
             return super().output(outs, msg, display_id, cell_index)
         if left > 0 and msg["msg_type"] == "stream":
             msg = {**msg, "content": {**content, "text": content["text"][:left]}}
             super().output(outs, msg, display_id, cell_index)
-        if self._probing is not None:
-            return None  # an answer too large for the judge: the check fails for want of one
         if cell_index not in self._truncated:
             self._truncated.add(cell_index)
             self._fault(self.nb.cells[cell_index], cell_index, "output truncated")
             note = f"[output truncated: this cell printed more than {self.max_output_bytes} bytes]"
             outs.append(nbformat.v4.new_output("display_data", data={"text/plain": note}))
         return None
+
+
+def _call(method, *args):
+    """Call a kernel manager's method from a thread other than the grader's event loop's."""
+    result = method(*args)
+    if inspect.isawaitable(result):
+        asyncio.run(result)

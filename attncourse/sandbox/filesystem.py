@@ -59,6 +59,7 @@ SCRATCH_PARTS = {
 # ... and where the kernel sees those that are its scratch directories.
 SCRATCH_DIRS = {"tmp": "/tmp", "var-tmp": "/var/tmp", "shm": "/dev/shm"}
 SOCKET_PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+JUDGE_SOCKET = "judge.sock"  # where the judge's agent listens, in the kernel's run directory
 
 
 def _fd_path(fd):
@@ -199,13 +200,14 @@ def _mount_run(spec, scratch_run, connection, uid):
 
 
 def _link_sockets(run, connection, launcher, run_fd):
-    """In the grader's run directory (``run_fd``), link each ipc socket of ``connection`` to
-    where the kernel binds it: in the sandbox's mount namespace, which the grader reaches as
-    the root of the launcher (``/proc/LAUNCHER/root``), whose namespace it is."""
+    """In the grader's run directory (``run_fd``), link each ipc socket of ``connection`` and
+    the judge's socket to where the kernel binds it: in the sandbox's mount namespace, which
+    the grader reaches as the root of the launcher (``/proc/LAUNCHER/root``), whose
+    namespace it is."""
     if connection.get("transport") != "ipc":
         return
-    for key in SOCKET_PORTS:
-        path = f"{connection['ip']}-{connection[key]}"
+    paths = [f"{connection['ip']}-{connection[key]}" for key in SOCKET_PORTS]
+    for path in [*paths, os.path.join(run, JUDGE_SOCKET)]:
         if os.path.dirname(path) != run:
             continue
         name = os.path.basename(path)
