@@ -180,7 +180,13 @@ def test_a_term_on_the_hub(hub, tmp_path):
             submit(panel, GRADED, 2)
             done("ada fetched, validated, submitted twice")
 
-        due(room, GRADED, datetime.datetime.now(datetime.UTC))
+        # nbgrader keeps the due date to the second: the next whole second after ada's last
+        # submission (truncating now could put her 0.1 s late), then ben submits after it
+        deadline = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        deadline += datetime.timedelta(seconds=1)
+        due(room, GRADED, deadline)
+        wait = (deadline - datetime.datetime.now(datetime.UTC)).total_seconds()
+        time.sleep(max(wait, 0) + 0.2)
         with logged_in(pw, room, BEN, tmp_path) as page:
             panel = assignment_list(page)
             for assignment in RELEASED:
