@@ -242,8 +242,8 @@ CLASS = ("alice", "bob", "carol")
 def judged_in_class(names, student):
     """:func:`judged` with the class roster the grader reads from the gradebook; also the
     classmates whose instance the answers matched, as the run record keeps them."""
-    ns = StudentNamespace(Session(LocalChannel({"__name__": "__main__", **names})), (), student)
-    ns.roster, ns.instance_matches = lambda: CLASS, []
+    channel = LocalChannel({"__name__": "__main__", **names})
+    ns = StudentNamespace(Session(channel), (), student, roster=lambda: CLASS)
     verdicts = {test: verdict.run_check(aw.CHECKS[test], ns, "secret") for test in HAND_TESTS}
     return verdicts, ns.instance_matches
 

@@ -140,14 +140,18 @@ class StudentNamespace:
     cells and cells they added, never the course's own cells), for the source
     rules; ``device`` stands for the kernel's grading device in arguments. ``student``
     is the id nbgrader grades the notebook under (never what the notebook says): the
-    checks of per-student numbers draw that student's instance.
+    checks of per-student numbers draw that student's instance; ``roster()`` gives the
+    class's ids (the gradebook's students, read only when called) and ``instance_matches``
+    collects the classmates whose numbers the answers are, for the run record.
     """
 
     device = wire.DeviceMarker()
 
-    def __init__(self, session, sources=(), student=EXAMPLE_STUDENT):
+    def __init__(self, session, sources=(), student=EXAMPLE_STUDENT, roster=tuple, matches=None):
         self._session = session
         self.student = student
+        self.roster = roster
+        self.instance_matches = [] if matches is None else matches
         self.cells = as_cells(sources)
         self.sources = [cell.source for cell in self.cells if cell.student]
 

@@ -201,10 +201,13 @@ class ResilientExecute(Execute):
         self._judge_s = 0.0
         student = resources.get("nbgrader", {}).get("student") or EXAMPLE_STUDENT
         self._session = Session(self._channel)
-        self._ns = StudentNamespace(self._session, code_cells(nb), student)
-        # per-student numbers: the classmates whose instance the answers match, for the report
-        self._ns.roster = roster_reader(resources.get("nbgrader", {}).get("db_url"))
-        self._ns.instance_matches = self._record.instance_matches
+        self._ns = StudentNamespace(
+            self._session,
+            code_cells(nb),
+            student,
+            roster=roster_reader(resources.get("nbgrader", {}).get("db_url")),
+            matches=self._record.instance_matches,  # classmates' numbers, for the report
+        )
         self._probing = None
         self._deadline = time.monotonic() + self.notebook_budget
 

@@ -130,17 +130,15 @@ def find_classmate(ns, got, answers_of, tol, part, explained=(), distance=rel_er
     the graded id's own (``distance`` within ``tol``) or a named mistake (``explained``), and
     a classmate matches only when every answer is theirs: a copy, not one small coincidence.
     """
-    roster = getattr(ns, "roster", None)
     pairs = [*zip(got, answers_of(ns.student), strict=True), *((got[0], e) for e in explained)]
-    if roster is None or any(distance(g, o) <= tol for g, o in pairs):
+    if any(distance(g, o) <= tol for g, o in pairs):
         return None
-    for other in roster():
+    for other in ns.roster():
         if other != ns.student and all(
             distance(g, o) <= tol for g, o in zip(got, answers_of(other), strict=True)
         ):
-            matches = getattr(ns, "instance_matches", None)
-            if matches is not None and {"part": part, "student": other} not in matches:
-                matches.append({"part": part, "student": other})
+            if {"part": part, "student": other} not in ns.instance_matches:
+                ns.instance_matches.append({"part": part, "student": other})
             return other
     return None
 
