@@ -36,6 +36,7 @@ The judge and the sandbox
 Course files and notebooks
     ``course``        where the course lives, its config, how to call nbgrader
     ``cells``         what a cell is (grade id, answer, test)
+    ``parts``         the part each cell belongs to ("Part 5", "Q3(b)"): one vocabulary for all
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
     ``submissions``   submissions built from the release (solution, named mistakes)
     ``gradebook``     scores read from a gradebook, one student's results written to it

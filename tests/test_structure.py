@@ -31,6 +31,7 @@ LAYERS = {
     "course files and notebooks": [
         "attncourse.course",
         "attncourse.cells",
+        "attncourse.parts",
         "attncourse.runrecord",
         "attncourse.submissions",
         "attncourse.gradebook",
