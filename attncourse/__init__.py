@@ -38,6 +38,7 @@ Course files and notebooks
     ``cells``         what a cell is (grade id, answer, test)
     ``parts``         the part each cell belongs to ("Part 5", "Q3(b)"): one vocabulary for all
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
+    ``status``        what became of a submission: graded, or untouched, unreadable, missing
     ``submissions``   submissions built from the release (solution, named mistakes)
     ``gradebook``     scores read from a gradebook, one student's results written to it
     ``roster``        the class roster (the gradebook's students), read once per graded notebook

@@ -67,3 +67,19 @@ def test_headings_shorten_to_the_words_students_use():
     assert short_heading("Part 6 (5 points) — the rank of the tiled projection") == "Part 6"
     assert short_heading("Question 1(a) — a distribution (5 points, written)") == "Q1(a)"
     assert short_heading("Question 4 — Multi-head attention with block matrices") == "Q4"
+
+
+def test_status_tells_untouched_and_unreadable_from_graded():
+    from attncourse.runrecord import RunRecord
+    from attncourse.status import Status, status_of
+    from attncourse.submissions import solution_submission
+
+    release = nbformat.read(notebook_path(ROOT, "release", "attention_variants"), as_version=4)
+    assert status_of(release, release).status is Status.UNTOUCHED
+    solved = solution_submission(ROOT, "attention_variants")
+    assert status_of(solved, release).graded
+    broken = nbformat.v4.new_notebook()
+    RunRecord(unreadable="NotJSONError: line 60 column 5").store(broken)
+    status = status_of(broken, release)
+    assert status.status is Status.UNREADABLE and "line 60" in status.reason
+    assert "re-upload" in status.next_step

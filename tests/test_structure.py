@@ -33,6 +33,7 @@ LAYERS = {
         "attncourse.cells",
         "attncourse.parts",
         "attncourse.runrecord",
+        "attncourse.status",
         "attncourse.submissions",
         "attncourse.gradebook",
         "attncourse.roster",
