@@ -104,14 +104,14 @@ def measure(assignment, **settings):
         texts = dict(answers)
         prints = {name: base.answer(text) for name, text in answers}
         for (a, x), (b, y) in itertools.combinations(prints.items(), 2):
-            value, shared = score(x, y)
-            pairs.append((cell, a, b, value, len(shared), derived(texts[a], texts[b], stubs[cell])))
+            value, _, shared = score(x, y)
+            pairs.append((cell, a, b, value, shared, derived(texts[a], texts[b], stubs[cell])))
         keep = required_names(stubs[cell])
         for name, text in answers:
             for how in HOW:
-                value, shared = score(prints[name], base.answer(disguise(text, how, keep)))
+                value, _, shared = score(prints[name], base.answer(disguise(text, how, keep)))
                 disguised[how].append(
-                    (f"{cell}/{name}", value, len(shared), len(prints[name].prints))
+                    (f"{cell}/{name}", value, shared, len(prints[name].prints))
                 )
     return pairs, disguised
 
@@ -144,8 +144,8 @@ def measure_text(assignment):
     prints = {part: base.answer(text, "markdown") for part, text in written.items()}
 
     def compared(x, y):
-        value, shared = score(x, y)
-        return value, len(shared)
+        value, _, shared = score(x, y)
+        return value, shared
 
     pairs = [
         (a, b, *compared(x, y)) for (a, x), (b, y) in itertools.combinations(prints.items(), 2)
@@ -166,26 +166,26 @@ def rates(assignment):
     independent = [p for p in pairs if not p[5]]
     out = {
         "independent pairs": len(independent),
-        "false positives": sum(flagged("code", v, s) for *_, v, s, _ in independent),
+        "false positives": sum(flagged("code", v, s, s) for *_, v, s, _ in independent),
         "derived pairs": len(pairs) - len(independent),
-        "derived flagged": sum(flagged("code", v, s) for *_, v, s, d in pairs if d),
+        "derived flagged": sum(flagged("code", v, s, s) for *_, v, s, d in pairs if d),
     }
     for how, rows in disguised.items():
         long = [r for r in rows if r[3] >= CODE_MIN_SHARED]
         out[f"{how} detected (long answers)"] = (
-            sum(flagged("code", v, s) for _, v, s, _ in long),
+            sum(flagged("code", v, s, s) for _, v, s, _ in long),
             len(long),
         )
         out[f"{how} detected (all)"] = (
-            sum(flagged("code", v, s) for _, v, s, _ in rows),
+            sum(flagged("code", v, s, s) for _, v, s, _ in rows),
             len(rows),
         )
     text_pairs, copies = measure_text(assignment)
     out["written: independent pairs"] = len(text_pairs)
-    out["written: false positives"] = sum(flagged("markdown", v, s) for *_, v, s in text_pairs)
+    out["written: false positives"] = sum(flagged("markdown", v, s, s) for *_, v, s in text_pairs)
     for how, rows in copies.items():
         out[f"written: {how} detected"] = (
-            sum(flagged("markdown", v, s) for _, v, s in rows),
+            sum(flagged("markdown", v, s, s) for _, v, s in rows),
             len(rows),
         )
     return out

@@ -15,14 +15,17 @@ import nbformat
 import pytest
 from disguise import DISGUISES, disguise
 from similarity_calibration import independent_answers, rates, release, required_names
+from similarity_classes import before, measure, pool_answers
+from similarity_pool import POOL
 
 from attncourse.cells import grade_id, is_answer
 from attncourse.cli import main
 from attncourse.course import ASSIGNMENTS, ROOT, notebook_path
 from attncourse.report import AssignmentReport, render
-from attncourse.similarity.compare import CODE_MIN_SHARED, Release, flagged, score
+from attncourse.similarity.compare import CODE_MIN_SHARED, Release, compare, flagged, score
 from attncourse.similarity.fingerprint import code_tokens, text_tokens, winnow
 from attncourse.similarity.page import COLUMNS, similarity_report
+from attncourse.similarity.rarity import COMMON_MIN, weight
 from attncourse.submissions import fill, solution_answers, write_submission
 
 ASSIGNMENT = "attention_variants"
@@ -34,8 +37,8 @@ STUBS = {grade_id(c): c.source for c in RELEASE.cells if is_answer(c)}
 
 def _verdict(a, b, kind="code"):
     base = Release(RELEASE)
-    value, shared = score(base.answer(a, kind), base.answer(b, kind))
-    return flagged(kind, value, len(shared)), value
+    value, rare, shared = score(base.answer(a, kind), base.answer(b, kind))
+    return flagged(kind, value, rare, shared), value
 
 
 def _texts(tokens):
@@ -131,6 +134,118 @@ def test_the_calibration_holds(assignment):
     for how in ("reflow", "reorder", "reword", "all"):
         found, copies = measured[f"written: {how} detected"]
         assert found == copies
+
+
+# ------------------------------------------------------------------ what the class shares
+
+
+def test_a_fingerprint_counts_less_the_more_students_wrote_it():
+    """A pair's passage counts fully, a common one not at all, between them less and less."""
+    assert weight(1, 200) == weight(2, 200) == 1.0
+    assert weight(2, 2) == 1.0  # a class of two: nothing is discounted
+    falling = [weight(n, 200) for n in range(2, 22)]
+    assert falling == sorted(falling, reverse=True) and 0 < falling[5] < 1
+    assert weight(20, 200) == weight(COMMON_MIN, 5) == 0.0
+
+
+def _class(part, answers):
+    """{student: {part: Answer}} for ``answers`` ({student: source}) to ``part``."""
+    base = Release(RELEASE)
+    return {student: {part: base.answer(text)} for student, text in answers.items()}
+
+
+def _flags(part, answers):
+    return {(m.student_a, m.student_b): m for m in compare(_class(part, answers), [part])}
+
+
+@pytest.mark.parametrize(
+    "part, a, b",
+    [("p5_mha", "ines", "priya"), ("p13_reduced_matrices", "oskar", "quinn")],
+)
+def test_independent_answers_sharing_the_skeleton_and_an_idiom_are_not_flagged(part, a, b):
+    """In the held-out class, two students who wrote the task's four nn.Linear and the same
+    einsum (or the same batched product) apart: flagged before the discounts, not after."""
+    answers = pool_answers()[part]
+    base = Release(RELEASE)
+    assert before(*score(base.answer(answers[a]), base.answer(answers[b])))
+    match = _flags(part, answers)[(a, b)]
+    assert not match.flagged and match.rare < match.shared
+
+
+@pytest.mark.parametrize("part", sorted(POOL))
+def test_a_disguised_copy_in_the_class_is_flagged_and_nobody_else(part):
+    answers = pool_answers()[part]
+    copy = disguise(answers["ines"], "all", required_names(STUBS[part]))
+    flags = _flags(part, {**answers, "zoe": copy})
+    assert flags[("ines", "zoe")].flagged
+    assert not any(m.flagged for pair, m in flags.items() if "zoe" not in pair)
+
+
+def test_a_copy_in_a_class_of_two_is_flagged():
+    """Nothing is common where only the two students are: every fingerprint counts."""
+    answers = pool_answers()["p7_gqa"]
+    copy = disguise(answers["nadia"], "all", required_names(STUBS["p7_gqa"]))
+    assert _flags("p7_gqa", {"nadia": answers["nadia"], "zoe": copy})[("nadia", "zoe")].flagged
+
+
+def test_the_class_calibration_holds():
+    """The rates compare.py quotes (tests/similarity_classes.py): classes of five, the pool,
+    and 200 simulated students on the pool's idioms with 20 disguised copies."""
+    counts = measure()
+    five, pool, large = counts["five"], counts["pool"], counts["large"]
+    assert five.false_positives <= 0.01 * five.pairs
+    assert five.detected >= 0.99 * five.copies
+    assert pool.false_positives <= 0.01 * pool.pairs and pool.detected >= 0.9 * pool.copies
+    assert large.false_positives <= 0.001 * large.pairs and large.detected >= 25
+
+
+@pytest.mark.parametrize("part, student", [(p, s) for p in sorted(POOL) for s in POOL[p]])
+def test_the_held_out_answers_are_correct(part, student):
+    """Each pool answer does what the task asks (a per-head loop in float64 is the reference),
+    so the calibration measures real answers."""
+    import contextlib
+    import io
+
+    import numpy as np
+    import torch
+    from torch import nn
+
+    scope = {"torch": torch, "nn": nn, "np": np}
+    exec(POOL[part][student], scope)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, 6, generator=gen, dtype=torch.float64)
+    y = torch.randn(2, 7, 9, generator=gen, dtype=torch.float64)
+    if part in ("p5_mha", "p7_gqa"):
+        G = 2 if part == "p7_gqa" else 6
+        args = (6, 9, 3, 4, 6) + ((G,) if part == "p7_gqa" else ())
+        m = scope["MyGQA" if part == "p7_gqa" else "MyMHA"](*args).double()
+        q, k, v = m.W_Q(x), m.W_K(y), m.W_V(y)
+        heads = [
+            torch.softmax(
+                q[..., 3 * h : 3 * h + 3] @ k[..., 3 * (h % G) : 3 * (h % G) + 3].mT / 3**0.5, -1
+            )
+            @ v[..., 4 * (h % G) : 4 * (h % G) + 4]
+            for h in range(6)
+        ]
+        assert torch.allclose(m(x, y), m.W_O(torch.cat(heads, -1)))
+    elif part == "p10_gqa_2_mla":
+        W = np.random.default_rng(0).standard_normal((3, 12))
+        with contextlib.redirect_stdout(io.StringIO()):
+            dkv, um = scope["GQA_2_MLA"](W)
+        assert dkv.shape == (3, 12) and np.allclose(um @ dkv, np.vstack([W] * 4))
+    else:
+        r, H, d = 3, 2, 4
+        W = [
+            torch.randn(*s, generator=gen, dtype=torch.float64)
+            for s in [(r, 8), (8, r), (8, r), (8, 8), (8, 8)]
+        ]
+        K, V, Q, O = scope["reduced_matrices"](*W, H)
+        for h in range(H):
+            rows, cols = slice(h * r, h * r + r), slice(h * d, h * d + d)
+            assert torch.allclose(
+                Q[rows].mT @ K / r**0.5, W[3][cols].mT @ W[1][cols] @ W[0] / d**0.5
+            )
+            assert torch.allclose(O[:, rows] @ V, W[4][:, cols] @ W[2][cols] @ W[0])
 
 
 # ------------------------------------------------------------------ the command

@@ -2,12 +2,15 @@
 
 For every pair of students and every answer cell of an assignment, the two answers are
 compared after normalising what copying hides, with winnowed fingerprints as MOSS does;
-written answers as word shingles. The release's own text never counts. Nothing runs: the
+written answers as word shingles. The release's own text never counts, and what many
+students of the class wrote alike counts less the more of them wrote it. Nothing runs: the
 notebooks are only read.
 
 Modules:
 
 * :mod:`~attncourse.similarity.fingerprint` — one cell's normalised tokens and fingerprints;
+* :mod:`~attncourse.similarity.rarity` — how much a shared fingerprint counts: the rarer
+  in the class, the more;
 * :mod:`~attncourse.similarity.compare` — the class's answers, every pair's score, the
   calibrated thresholds;
 * :mod:`~attncourse.similarity.page` — ``attncourse similarity``: the CSV and the HTML page.
