@@ -110,9 +110,7 @@ def measure(assignment, **settings):
         for name, text in answers:
             for how in HOW:
                 value, _, shared = score(prints[name], base.answer(disguise(text, how, keep)))
-                disguised[how].append(
-                    (f"{cell}/{name}", value, shared, len(prints[name].prints))
-                )
+                disguised[how].append((f"{cell}/{name}", value, shared, len(prints[name].prints)))
     return pairs, disguised
 
 

@@ -239,13 +239,13 @@ def test_the_held_out_answers_are_correct(part, student):
             torch.randn(*s, generator=gen, dtype=torch.float64)
             for s in [(r, 8), (8, r), (8, r), (8, 8), (8, 8)]
         ]
-        K, V, Q, O = scope["reduced_matrices"](*W, H)
+        k_hat, v_hat, q_hat, o_hat = scope["reduced_matrices"](*W, H)
         for h in range(H):
             rows, cols = slice(h * r, h * r + r), slice(h * d, h * d + d)
             assert torch.allclose(
-                Q[rows].mT @ K / r**0.5, W[3][cols].mT @ W[1][cols] @ W[0] / d**0.5
+                q_hat[rows].mT @ k_hat / r**0.5, W[3][cols].mT @ W[1][cols] @ W[0] / d**0.5
             )
-            assert torch.allclose(O[:, rows] @ V, W[4][:, cols] @ W[2][cols] @ W[0])
+            assert torch.allclose(o_hat[:, rows] @ v_hat, W[4][:, cols] @ W[2][cols] @ W[0])
 
 
 # ------------------------------------------------------------------ the command
