@@ -6,6 +6,7 @@ is measured again here on every assignment's case table.
 """
 
 import csv
+import html
 import os
 import subprocess
 import sys
@@ -349,3 +350,22 @@ def test_an_assignment_without_a_release_is_an_error_that_says_so(tmp_path, caps
         main(["similarity", ASSIGNMENT, "--course", str(tmp_path)])
     assert done.value.code == 2
     assert "no release notebook" in capsys.readouterr().err
+
+
+def test_the_page_says_what_was_discounted_and_greys_what_the_class_shares(tmp_path):
+    """The held-out class and a disguised copy of ines: the page explains the discounts, and
+    the four nn.Linear lines everyone wrote are greyed, not marked, in the flagged pair."""
+    (tmp_path / "release" / ASSIGNMENT).mkdir(parents=True)
+    nbformat.write(RELEASE, tmp_path / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    answers = pool_answers()["p5_mha"]
+    answers["zoe"] = disguise(answers["ines"], "all", required_names(STUBS["p5_mha"]))
+    for student, text in answers.items():
+        write_submission(tmp_path, student, ASSIGNMENT, fill(RELEASE, {"p5_mha": text}))
+    _, page, count = similarity_report(tmp_path, ASSIGNMENT)
+    text = page.read_text()
+    assert count == 1 and "ines and zoe" in text
+    assert "what many classmates wrote alike" in text and "the release" in text
+    linear = html.escape("        self.W_Q = nn.Linear(D_1, H * D_qk, bias=False)")
+    assert f'<mark class="common">{linear}</mark>' in text
+    assert f"<mark>{linear}</mark>" not in text
+    assert "<mark>" in text

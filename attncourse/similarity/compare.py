@@ -170,9 +170,10 @@ def flagged(kind: str, value: float, rare: float, shared: int) -> bool:
     return value >= TEXT_THRESHOLD and shared >= TEXT_MIN_SHARED and rare >= TEXT_MIN_RARE
 
 
-def shared_lines(a: Answer, b: Answer) -> tuple[frozenset, frozenset]:
-    """The lines of ``a``'s and of ``b``'s cell in the fingerprints they share."""
-    shared = a.prints.keys() & b.prints.keys()
+def shared_lines(a: Answer, b: Answer, weights: dict | None = None) -> tuple[frozenset, frozenset]:
+    """The lines of ``a``'s and of ``b``'s cell in the fingerprints they share (with
+    ``weights``, only those that count: rare in the class)."""
+    shared = {h for h in a.prints.keys() & b.prints.keys() if (weights or {}).get(h, 1.0) > 0}
     return tuple(
         frozenset(
             line

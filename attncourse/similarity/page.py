@@ -16,16 +16,19 @@ from pathlib import Path
 
 from attncourse.constants import REPORTS
 from attncourse.similarity.compare import (
+    CODE_MIN_RARE,
     CODE_MIN_SHARED,
     CODE_THRESHOLD,
     TEXT_MIN_SHARED,
     TEXT_THRESHOLD,
     Match,
     class_answers,
+    class_weights,
     compare,
     parts_of,
     shared_lines,
 )
+from attncourse.similarity.rarity import COMMON_MIN, COMMON_SHARE, common_count
 
 COLUMNS = ("student_a", "student_b", "part", "score", "flagged")
 
@@ -38,6 +41,7 @@ td.num { text-align: right; }
 pre { margin: 0; font-size: 0.85em; white-space: pre-wrap; }
 table.pair { width: 100%; table-layout: fixed; }
 mark { background: #ffe08a; }
+mark.common { background: #e4e4e4; }
 """
 POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 SHOWN = 100  # pairs whose answers the page shows side by side (the others: table and CSV)
@@ -59,13 +63,49 @@ def write_csv(path: Path, matches: list[Match]) -> None:
             writer.writerow([m.student_a, m.student_b, m.part, f"{m.score:.3f}", int(m.flagged)])
 
 
-def _marked(source, lines):
-    """``source`` escaped, one line at a time, the lines in ``lines`` marked."""
+def _marked(source, rare, common):
+    """``source`` escaped, one line at a time: lines in ``rare`` marked, lines only in
+    ``common`` greyed."""
     out = []
     for number, line in enumerate(source.split("\n"), start=1):
         text = html.escape(line) or " "
-        out.append(f"<mark>{text}</mark>" if number in lines else text)
+        if number in rare:
+            text = f"<mark>{text}</mark>"
+        elif number in common:
+            text = f'<mark class="common">{text}</mark>'
+        out.append(text)
     return "<pre>" + "\n".join(out) + "</pre>"
+
+
+def _explained(assignment, students):
+    """What the score counts and what it leaves out, in an instructor's words."""
+    return (
+        f"<p>{students} submissions compared, part by part. For each part, each pair's "
+        "score is the share of the shorter answer that the other answer has too, once "
+        "what students share without copying is taken out:</p><ul>"
+        "<li><strong>the release</strong>: the stub each student starts from (signatures, docstrings, "
+        "<code>super().__init__()</code>), the course's visible code and the questions never "
+        "count;</li>"
+        "<li><strong>what copying hides</strong> does not hide it: variable names, numbers and strings, "
+        "comments, blank lines and formatting, docstrings, dead code and the order of "
+        "definitions are ignored;</li>"
+        "<li><strong>what many classmates wrote alike</strong> counts less, and not at all once "
+        f"{COMMON_SHARE:.0%} of the class (and at least {COMMON_MIN} students) wrote it: here "
+        f"{common_count(students):g} of {students}, fewer on a part some left blank. A "
+        "passage only two students share counts fully. The lines the task dictates (the "
+        "four <code>nn.Linear</code> of an attention layer) and an idiom many reach for (the "
+        "same <code>torch.einsum</code>) are no evidence that two students worked "
+        "together.</li></ul>"
+        f"<p>Code is flagged from a score of {CODE_THRESHOLD} when at least "
+        f"{CODE_MIN_SHARED} fingerprints (a passage of several lines) are shared and they "
+        f"weigh at least {CODE_MIN_RARE} once what the class shares is discounted (a "
+        "fingerprint only the two share weighs 1); written answers from "
+        f"{TEXT_THRESHOLD} with at least {TEXT_MIN_SHARED} shared five-word phrases. Below, "
+        "lines shared and rare in the class are <mark>marked</mark>, lines shared but common "
+        'in the class <mark class="common">greyed</mark>. A flag is a reason to read both '
+        "answers, not a finding of copying. Every pair sharing anything is in "
+        f"similarity_{_e(assignment)}.csv.</p>"
+    )
 
 
 def _e(value):
@@ -89,15 +129,8 @@ def render(assignment, matches, answers, skipped):
     title = f"Similarity: {assignment}"
     body = [
         f"<h1>{_e(title)}</h1>",
-        f"<p>{len(answers)} submissions compared, part by part; {len(flagged)} answers in "
-        f"{len(by_pair)} pairs of students flagged. Code: flagged from a score of "
-        f"{CODE_THRESHOLD} with at least {CODE_MIN_SHARED} shared fingerprints; written "
-        f"answers: from {TEXT_THRESHOLD} with at least {TEXT_MIN_SHARED} shared shingles. "
-        "The score is the share of the shorter answer's fingerprints the other has too, "
-        "after names, literals, comments, formatting and the order of definitions are "
-        "normalised and the release's own text is taken out. A flag is a reason to read "
-        "both answers, not a finding of copying. Every pair sharing anything is in "
-        f"similarity_{_e(assignment)}.csv.</p>",
+        _explained(assignment, len(answers)),
+        f"<p>{len(flagged)} answers in {len(by_pair)} pairs of students flagged.</p>",
     ]
     if skipped:
         items = "".join(f"<li>{_e(s)}: {_e(why)}</li>" for s, why in sorted(skipped.items()))
@@ -120,16 +153,20 @@ def render(assignment, matches, answers, skipped):
             f"<p>The answers of the first {SHOWN} pairs are shown below; the other "
             f"{len(ranked) - SHOWN} pairs' flagged parts are in the table above.</p>"
         )
+    rarity = {}
     for (a, b), ms in ranked[:SHOWN]:
         body.append(f'<h2 id="{_e(a)}--{_e(b)}">{_e(a)} and {_e(b)}</h2>')
         for m in sorted(ms, key=lambda m: -m.score):
             x, y = answers[a][m.part], answers[b][m.part]
-            lines_a, lines_b = shared_lines(x, y)
+            if m.part not in rarity:
+                rarity[m.part] = class_weights(answers, m.part)
+            rare, every = shared_lines(x, y, rarity[m.part]), shared_lines(x, y)
             body.append(
-                f"<h3>{_e(m.part)}: score {m.score:.2f}, {m.shared} fingerprints shared</h3>"
+                f"<h3>{_e(m.part)}: score {m.score:.2f}, {m.shared} fingerprints shared, "
+                f"weighing {m.rare:g} once what the class shares is discounted</h3>"
                 f'<table class="pair"><tr><th>{_e(a)}</th><th>{_e(b)}</th></tr>'
-                f"<tr><td>{_marked(x.source, lines_a)}</td>"
-                f"<td>{_marked(y.source, lines_b)}</td></tr></table>"
+                f"<tr><td>{_marked(x.source, rare[0], every[0])}</td>"
+                f"<td>{_marked(y.source, rare[1], every[1])}</td></tr></table>"
             )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
