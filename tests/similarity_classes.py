@@ -13,7 +13,7 @@ Three kinds of class, each with disguised copies (:mod:`disguise`, all disguises
   ``COPIES`` disguised copies of simulated students.
 
 :func:`measure` scores every pair of a class as the command does (with the class's rarity
-weights, or ``weighted=False`` as before the discount) and counts the independent pairs
+weights, or ``discounted=False`` as before the discounts) and counts the independent pairs
 flagged and the copies flagged.
 """
 
@@ -28,7 +28,7 @@ from similarity_calibration import release, required_names
 from similarity_pool import POOL
 
 from attncourse.cells import grade_id, is_answer
-from attncourse.similarity.compare import Release, class_weights, flagged, score
+from attncourse.similarity.compare import CODE_MIN_RARE, Release, class_weights, flagged, score
 from attncourse.submissions import solution_answers
 
 ASSIGNMENT = "attention_variants"
@@ -43,6 +43,8 @@ class Counts:
     false_positives: int
     copies: int
     detected: int
+    distinct: int  # copies of answers with a rare weight of CODE_MIN_RARE of their own
+    distinct_detected: int
     highest_independent: float
     lowest_copy: float
 
@@ -122,11 +124,12 @@ def _stubs():
     return {grade_id(c): c.source for c in release(ASSIGNMENT).cells if is_answer(c)}
 
 
-def scored(weighted: bool = True):
-    """kind of class -> ([(score, shared weight,
-    shared fingerprints, the smaller answer's own weight)] of
-    independent pairs, [...] of copies), over the four parts and every class of that kind."""
-    base = Release(release(ASSIGNMENT))
+def scored(discounted: bool = True):
+    """kind of class -> ([(score, shared weight, shared fingerprints, the smaller answer's
+    own weight)] of independent pairs, [...] of copies), over the four parts and every class
+    of that kind. ``discounted=False``: the detector before the discounts (no rarity
+    weights, the k-grams reaching into the stub's lines kept)."""
+    base = Release(release(ASSIGNMENT), seams=not discounted)
     memo = {}
     tally = {}
     for part, answers in pool_answers().items():
@@ -135,7 +138,7 @@ def scored(weighted: bool = True):
                 s: {part: memo.get(t) or memo.setdefault(t, base.answer(t))}
                 for s, t in texts.items()
             }
-            rarity = class_weights(prints, part) if weighted else None
+            rarity = class_weights(prints, part) if discounted else None
             rows = tally.setdefault(kind, ([], []))
             for a, b in itertools.combinations(sorted(prints), 2):
                 copy_pair = copies.get(a) == b or copies.get(b) == a
@@ -157,15 +160,17 @@ def after(value: float, rare: float, shared: int) -> bool:
     return flagged("code", value, rare, shared)
 
 
-def measure(weighted: bool = True, decide=after) -> dict[str, Counts]:
-    """kind of class -> :class:`Counts`: rarity weights or none, and the decision ``decide``."""
+def measure(discounted: bool = True, decide=after) -> dict[str, Counts]:
+    """kind of class -> :class:`Counts`: with the discounts or without, and ``decide``."""
     out = {}
-    for kind, (independent, copied) in scored(weighted).items():
+    for kind, (independent, copied) in scored(discounted).items():
         out[kind] = Counts(
             len(independent),
             sum(decide(*row[:3]) for row in independent),
             len(copied),
             sum(decide(*row[:3]) for row in copied),
+            sum(row[3] >= CODE_MIN_RARE for row in copied),
+            sum(decide(*row[:3]) for row in copied if row[3] >= CODE_MIN_RARE),
             round(max(row[0] for row in independent), 3),
             round(min(row[0] for row in copied), 3),
         )

@@ -3,8 +3,10 @@
 Each submitted notebook's answer cells are found by ``grade_id`` in the release notebook
 (code cells and written Markdown answers). What a student starts from never counts: every
 k-gram of the release's code cells (the stub of the answer cell itself and the instructor's
-visible code) and every shingle of its Markdown cells (the questions) is taken out of each
-student's fingerprints before any comparison.
+visible code), every k-gram that reaches into a line of an answer cell's stub (the seam
+between ``def forward(self, x, y):`` and the student's first line) and every shingle of its
+Markdown cells (the questions) is taken out of each student's fingerprints before any
+comparison.
 
 What many students of the class write alike counts less, down to nothing
 (:mod:`~attncourse.similarity.rarity`): each fingerprint is weighted by how rare it is in
@@ -40,26 +42,26 @@ from attncourse.similarity.rarity import weights
 # held-out pool (tests/similarity_pool.py: 7-9 independent answers to each of the four
 # coding parts of attention_variants, many in torch.einsum, and the solution), each class
 # with disguised copies (tests/disguise.py, all disguises at once). Independent pairs ×
-# parts flagged, and copies flagged, before (no weights, 0.6 and 12 fingerprints) -> after:
-# - classes of five (every 4 pool students and a copy of one): 1100 of 11424 (9.6%) -> 90
-#   (0.8%); copies 1904 of 1904 -> 1899 (99.7%). The 90 are pairs whose answers are the same
-#   statements up to einsum letters (p13, four one-statement outputs the task dictates): in
-#   a class of five nobody else wrote them, so nothing says they are common.
+# parts flagged, and copies flagged, before (no discount, 0.6 and 12 fingerprints) -> now:
+# - classes of five (every 4 pool students and a copy of one): 1100 of 11424 (9.6%) -> 93
+#   (0.8%); copies 1904 of 1904 -> 1899 (99.7%). The 93 are p13 and p5 pairs whose answers
+#   are the same statements up to einsum letters (p13: four one-statement outputs the task
+#   dictates): in a class of five nobody else wrote them, so nothing says they are common.
 # - the whole pool with a copy of one student (each in turn): 111 of 1222 (9.1%) -> 7 (one
-#   p13 pair, the solution's statements written again); copies 35 of 35 -> 32.
+#   p13 pair, the solution's statements written again); copies 35 of 35 -> 33.
 # - 200 students simulated on the pool's idioms (each a pool answer with two statements per
-#   function from other pool answers) and 20 copies: 8857 of 79600 (11.1%) -> 39 (0.05%);
-#   copies 80 -> 28, that is 28 of the 30 copied students with a rare weight of 4 or more of
-#   their own (the others wrote only what a tenth of the class wrote: no copy can show).
-# Thresholds tried (five: false positives / copies; 200: false positives / copies):
-#   0.6 and 4: 175 / 1899, 56 / 28; 0.7 and 4: 90 / 1899, 39 / 28; 0.8 and 4: 37 / 1716,
-#   20 / 27; 0.7 and 8: 79 / 1876, 3 / 5. Over 0.7 copies in classes of five are lost, over
-#   a rare weight of 4 copies in the large class.
+#   function from other pool answers) and 20 copies per part: 8857 of 79600 (11.1%) -> 39
+#   (0.05%); copies 80 -> 28: all 28 copies of students with a rare weight of 4 or more of
+#   their own; the other 52 wrote only what many classmates wrote, where no copy can show.
+# Thresholds tried (five: false positives, copies; 200: false positives, copies):
+#   0.6 and 4: 172, 1899; 54, 28. 0.7 and 2: 94, 1904; 98, 54. 0.7 and 4: 93, 1899; 39, 28.
+#   0.7 and 8: 76, 1876; 3, 5. 0.8 and 4: 43, 1851; 23, 28. Over 0.7 copies in classes of
+#   five are lost (0.8: 48 of them); a rare weight over 4 loses copies in the large class.
 # Pairwise on the case tables (a class of two: every weight 1), the solution and the
-# correct alternatives of a part two by two, edits of one text left out: 3 of 545 flagged
-# (0.6%); copies with all disguises of the answers with CODE_MIN_SHARED fingerprints of
-# their own: 175 of 184 (95%). CODE_MIN_SHARED keeps one-line answers unflagged: there a
-# copy cannot be told from the same line written twice.
+# correct alternatives of a part two by two, edits of one text left out: 1 of 545 flagged
+# (0.2%); copies with all disguises of the answers with CODE_MIN_SHARED fingerprints of
+# their own: 171 of 171. CODE_MIN_SHARED keeps one-line answers unflagged: there a copy
+# cannot be told from the same line written twice.
 CODE_THRESHOLD = 0.7
 CODE_MIN_SHARED = 12
 CODE_MIN_RARE = 4
@@ -97,11 +99,21 @@ class Match:
     flagged: bool
 
 
+_OPEN = {"", "raise NotImplementedError()"}  # a stub's lines that leave the answer open
+
+
+def _line(text: str) -> str:
+    """A line as the stub's lines are compared: without its comment and indentation."""
+    return text.split("#")[0].strip()
+
+
 class Release:
     """The answer cells of a release notebook and the fingerprints no student is charged for."""
 
-    def __init__(self, nb, k: int = CODE_K, window: int = CODE_WINDOW):
-        self.k, self.window = k, window
+    def __init__(self, nb, k: int = CODE_K, window: int = CODE_WINDOW, seams: bool = False):
+        """``seams``: keep the k-grams that reach into a stub's line (as before the
+        discount; the calibration measures both)."""
+        self.k, self.window, self.seams = k, window, seams
         self.parts = {grade_id(c): c.cell_type for c in nb.cells if is_answer(c)}
         self.first = {}  # cell type -> the first answer cell of that type
         for part, kind in self.parts.items():
@@ -113,6 +125,8 @@ class Release:
         self.text = {
             h for c in nb.cells if c.cell_type == "markdown" for h in text_fingerprints(c.source)
         }
+        stubs = [c.source for c in nb.cells if is_answer(c) and c.cell_type == "code"]
+        self.stub_lines = {_line(line) for s in stubs for line in s.split("\n")} - _OPEN
 
     def answers(self, nb) -> dict[str, Answer]:
         """part -> the student's :class:`Answer` in submitted notebook ``nb``.
@@ -137,14 +151,24 @@ class Release:
         }
 
     def answer(self, source: str, kind: str = "code") -> Answer:
-        """An :class:`Answer` of ``kind`` with ``source``, the release's fingerprints removed."""
+        """An :class:`Answer` of ``kind`` with ``source``, the release's fingerprints removed:
+        every k-gram of the release's text, and (code) every k-gram that reaches into a line
+        of an answer cell's stub (``def forward(self, x, y):`` and the student's first
+        line: the seam between what was given and what was written)."""
         if kind == "code":
             prints = code_fingerprints(source, self.k, self.window, self.modules)
-            template = self.code
+            lines = source.split("\n")
+            given = {n for n, line in enumerate(lines, start=1) if _line(line) in self.stub_lines}
+            prints = {
+                h: s
+                for h, s in prints.items()
+                if h not in self.code
+                and (self.seams or not all(given.intersection(range(a, b + 1)) for a, b in s))
+            }
         else:
             prints = text_fingerprints(source)
-            template = self.text
-        return Answer(source, kind, {h: s for h, s in prints.items() if h not in template})
+            prints = {h: s for h, s in prints.items() if h not in self.text}
+        return Answer(source, kind, prints)
 
 
 def score(a: Answer, b: Answer, weights: dict | None = None) -> tuple[float, float, int]:
