@@ -17,6 +17,10 @@ Written answers: the model answers of the assignment's written parts against eac
 question) and against their copies reflowed (case, punctuation, line breaks), with
 sentences reordered, with every tenth word replaced, and all three.
 
+Every pair here is scored on its own (a class of two: no fingerprint is common). The
+discount of what a class shares is calibrated on classes of independent answers that
+converge on one idiom: :mod:`similarity_classes`.
+
 Run ``.venv/bin/python tests/similarity_calibration.py`` to print the rates per
 assignment at the thresholds of :mod:`attncourse.similarity.compare`.
 """
@@ -159,7 +163,7 @@ def measure_text(assignment):
 
 
 def rates(assignment):
-    """The counts the README and compare.py quote, at the thresholds set there."""
+    """The counts the README quotes (compare.py their sums), at the thresholds set there."""
     pairs, disguised = measure(assignment)
     independent = [p for p in pairs if not p[5]]
     out = {
