@@ -130,7 +130,8 @@ def render(assignment, matches, answers, skipped):
     body = [
         f"<h1>{_e(title)}</h1>",
         _explained(assignment, len(answers)),
-        f"<p>{len(flagged)} answers in {len(by_pair)} pairs of students flagged.</p>",
+        f"<p>{len(flagged)} answers in {len(by_pair)} "
+        f"{'pair' if len(by_pair) == 1 else 'pairs'} of students flagged.</p>",
     ]
     if skipped:
         items = "".join(f"<li>{_e(s)}: {_e(why)}</li>" for s, why in sorted(skipped.items()))
