@@ -110,6 +110,17 @@ def graded_toy(tmp_path_factory):
     return graded_course(str(tmp_path_factory.getbasetemp()))
 
 
+@pytest.fixture(scope="session")
+def demo_class(tmp_path_factory):
+    """The demo class (``attncourse demo``: every assignment released, autograded, with feedback,
+    grades, similarity and report), made once per test process (shared: copy it to change it)."""
+    from attncourse.demo import run_demo
+
+    course = tmp_path_factory.mktemp("demo_class") / "demo"
+    run_demo(course)
+    return course
+
+
 @pytest.fixture
 def course(graded_toy, tmp_path):
     """A private copy of the graded toy course, to change."""

@@ -2,15 +2,24 @@
 
 import base64
 import json
+import re
+import shutil
+import time
+from fractions import Fraction
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 import toy_course
 from bs4 import BeautifulSoup
+from chromium import CHROMIUM, CHROMIUM_ARGS, ensure_chromium
 from nbformat.v4 import new_output
 
+from attncourse.course import ROOT, assignments, notebook_path
+from attncourse.demo import BROKEN_STUDENT, demo_students
 from attncourse.integrity.findings import Finding
 from attncourse.judge.rules import FROM_OUTSIDE
+from attncourse.parts import cell_parts, part_order
 from attncourse.report.causes import cause_of, failure_message, mistake_cause, not_attempted
 from attncourse.report.collect import ClassReport, course_order, display_names, run_summary_path
 from attncourse.report.model import (
@@ -22,6 +31,7 @@ from attncourse.report.model import (
 )
 from attncourse.report.page import build_report, render
 from attncourse.status import Status, SubmissionStatus
+from attncourse.workload import manual_cells
 
 FIGURES = {
     "each student's trend across the assignments",
@@ -351,3 +361,137 @@ class LatePenalty:
     """No late submission in the toy class: the penalty plugin is never asked."""
 
     plugin_inst = None
+
+
+# --- the demo class, in Chromium --------------------------------------------------------
+
+DEMO_NAMES = {
+    "ada": ("Ada", "Lovelace"),
+    "ben": ("Ben", "Okafor"),
+    "cy": ("Cy", "Young"),
+    "dan": ("Dan", "Reyes"),
+    "eve": ("Eve", "Martin"),
+}
+
+
+def demo_report(demo_class, tmp_path):
+    """The report of a copy of the demo class whose students have first and last names."""
+    from contextlib import closing
+
+    from nbgrader.api import Gradebook
+
+    from attncourse.gradebook import db_url
+
+    course = shutil.copytree(demo_class, tmp_path / "demo")
+    with closing(Gradebook(db_url(course))) as gb:
+        for student in gb.students:
+            first, last = DEMO_NAMES[student.id]
+            gb.update_or_create_student(student.id, first_name=first, last_name=last)
+    start = time.monotonic()
+    out = build_report(course)
+    return course, out, time.monotonic() - start
+
+
+def shown_rows(locator):
+    """The visible rows of the table ``locator`` names, as lists of cell texts."""
+    return [
+        [cell.strip() for cell in row]
+        for row in locator.evaluate("t => [...t.rows].map(r => [...r.cells].map(c => c.innerText))")
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_demo_report_in_chromium_shows_the_class_as_graded(demo_class, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    ensure_chromium()
+    course, out, seconds = demo_report(demo_class, tmp_path)
+    print(f"attncourse report on the demo class: {seconds:.1f} s")
+    name = {s: f"{first} {last}" for s, (first, last) in DEMO_NAMES.items()}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            problems = []
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.goto(out.as_uri())
+            sections = page.locator("section[id]").evaluate_all("s => s.map(x => x.id)")
+            assert sections == ["overview", *assignments(ROOT)]  # course order
+            images = page.locator("img").evaluate_all("i => i.map(x => x.naturalWidth)")
+            assert images and all(width > 0 for width in images)  # every figure drawn
+
+            variants = page.locator("section#attention_variants")
+            students = demo_students("attention_variants")
+            graded = sorted(s for s, answers in students.items() if answers != "release")
+            release = nbformat.read(notebook_path(course, "release", "attention_variants"), 4)
+
+            # The heat map and the table below it: graded students by name, parts as labelled.
+            heat = variants.locator("img[alt*='heat map']").get_attribute("alt")
+            rows, columns = re.fullmatch(r".*; rows: (.*); columns: (.*)", heat).groups()
+            table = variants.locator(".sorted:visible table")
+            assert table.count() == 1
+            shown = shown_rows(table)
+            assert shown[0] == ["student", "total", *part_order(release)]
+            assert columns.split(", ") == part_order(release)
+            assert rows.split(", ") == [r[0] for r in shown[1:]]
+            assert sorted(rows.split(", ")) == sorted(name[s] for s in graded)
+
+            # A column heading re-orders the table in the browser (no script: :target).
+            table.locator("th a", has_text=re.compile(r"^Part 7$")).click()
+            table = variants.locator(".sorted:visible table")
+            assert variants.locator(".sorted:visible").get_attribute("data-order") == "Part 7"
+            part7 = [r[shown[0].index("Part 7")] for r in shown_rows(table)[1:]]
+            shares = [Fraction(cell.split()[0]) for cell in part7]  # "3/10"
+            assert shares == sorted(shares)
+
+            # Failure rates: over the graded submissions that attempted the part, nobody else.
+            rates = shown_rows(
+                variants.locator("h3:text-is('Failure rate per part') + p + img + table")
+            )
+            assert {r[2] for r in rates[1:]} == {str(len(graded))}
+            assert not any(
+                name[BROKEN_STUDENT] in cell or name["cy"] in cell for r in rates for cell in r
+            )
+            apart = shown_rows(
+                variants.locator("h3:text-is('Not graded: counted apart') + p + table")
+            )
+            assert [r[:3] for r in apart[1:]] == [
+                ["untouched", "1", name["cy"]],
+                ["unreadable", "1", name[BROKEN_STUDENT]],
+            ]
+
+            # The backlog: every graded student's written answers wait (the demo grades none).
+            written = [
+                c.grade_id
+                for c in manual_cells(
+                    nbformat.read(notebook_path(ROOT, "source", "attention_variants"), 4)
+                )
+            ]
+            backlog = variants.locator("p.backlog")
+            assert backlog.get_attribute("data-waiting") == str(len(written) * len(graded))
+            assert backlog.inner_text().startswith(f"{len(written) * len(graded)} written answers")
+            waiting = shown_rows(
+                variants.locator("h3:text-is('Written answers waiting for a grader') + p + table")
+            )
+            parts = list(dict.fromkeys(cell_parts(release)[g].part for g in written))
+            assert waiting[1:] == [[p, str(len(graded)), str(len(graded))] for p in parts]
+
+            # One library patch: one mistake row, one finding per part.
+            named = shown_rows(variants.locator("h4:text-is('Causes the grader named') + table"))
+            patch = [r for r in named if r[0] == FROM_OUTSIDE]
+            assert len(patch) == 1 and patch[0][1] == "1" and patch[0][3] == name["eve"]
+            findings = shown_rows(
+                variants.locator("h3:text-is('Integrity findings') + p + img + table")
+            )
+            assert [r[:3] for r in findings[1:]] == [[name["eve"], "Part 5", "rebinding"]]
+
+            overview = shown_rows(page.locator("section#overview table").first)
+            assert [r[0] for r in overview[1:]] == assignments(ROOT)
+            assert overview[0][3] == "unreadable"
+            assert {r[3] for r in overview[1:]} == {f"1 ({name[BROKEN_STUDENT]})"}
+            assert problems == []
+        finally:
+            browser.close()
