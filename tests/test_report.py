@@ -21,7 +21,13 @@ from attncourse.integrity.findings import Finding
 from attncourse.judge.rules import FROM_OUTSIDE
 from attncourse.parts import cell_parts, part_order
 from attncourse.report.causes import cause_of, failure_message, mistake_cause, not_attempted
-from attncourse.report.collect import ClassReport, course_order, display_names, run_summary_path
+from attncourse.report.collect import (
+    ClassReport,
+    course_order,
+    display_names,
+    not_handed_in,
+    run_summary_path,
+)
 from attncourse.report.model import (
     RULE_NOT_VERIFIABLE,
     AssignmentReport,
@@ -150,6 +156,14 @@ def test_students_are_named_as_the_gradebook_names_them():
         "jo1": "Jo Smith (jo1)",
         "jo2": "Jo Smith (jo2)",
     }
+
+
+def test_a_submission_never_read_is_refused_with_the_runs_words():
+    refused = "refused toy.ipynb: a symbolic link; never read"
+    assert not_handed_in({"status": "missing", "details": refused}, "") == SubmissionStatus(
+        Status.REFUSED, refused
+    )
+    assert not_handed_in(None, "no submission") == SubmissionStatus(Status.MISSING, "no submission")
 
 
 def part(score, max_score, failed=0, tests=1, attempted=True, waiting=0, written=0):
@@ -320,7 +334,8 @@ def test_report_reads_timing_from_the_run_summary_and_survives_a_missing_noteboo
     soup = BeautifulSoup(build_report(course).read_text(), "html.parser")
     section = soup.find("section", id=toy_course.ASSIGNMENT)
     apart = rows_of(table_after(section, "Not graded: counted apart"))
-    assert ["missing", "1", "wrong"] in [r[:3] for r in apart]  # no notebook: not graded
+    # wrong: no autograded notebook; ghost: in the run's summary, not in the gradebook
+    assert ["missing", "2", "ghost, wrong"] in [r[:3] for r in apart]
     assert "the summary of the last attncourse grade run" in str(soup)
     timing = rows_of(table_after(section, "Grading time per student"))
     assert ["perfect", "12.5", "graded"] in timing and ["wrong", "7.2", "graded"] in timing

@@ -111,6 +111,15 @@ def collect(course_dir: str | os.PathLike) -> ClassReport:
     return ClassReport(reports, names)
 
 
+def not_handed_in(row: dict | None, reason: str) -> SubmissionStatus:
+    """Refused (what was handed in was a link or a special file, never read) or missing, with
+    the grading run's own words when its summary has a row (``row``) for the student."""
+    details = (row or {}).get("details") or ""
+    if details.startswith("refused"):
+        return SubmissionStatus(Status.REFUSED, details)
+    return SubmissionStatus(Status.MISSING, details or reason)
+
+
 def _read_assignment(report, assignment, root, coursedir, roster):
     autograded = root / coursedir.autograded_directory
     releases = {
@@ -118,7 +127,7 @@ def _read_assignment(report, assignment, root, coursedir, roster):
         for nb in assignment.notebooks
     }
     many = len(releases) > 1
-    labels = {}  # (notebook, grade_id) -> CellPart with the label the page shows
+    labels = {}  # (notebook, grade_id) -> (the part's label as the page shows it, cell kind)
     for nb_name, release in releases.items():
         for gid, part in (cell_parts(release) if release else {}).items():
             label = part.part or gid  # a notebook whose text names no parts: the grade ids
@@ -132,14 +141,11 @@ def _read_assignment(report, assignment, root, coursedir, roster):
         for notebook in submission.notebooks:
             path = autograded / student / assignment.name / f"{notebook.name}.ipynb"
             _read_notebook(report, sub, notebook, _read(path), releases[notebook.name], labels)
-            if sub.status.status is Status.MISSING and rows.get(student, {}).get("status") == (
-                "refused"
-            ):
-                sub.status = SubmissionStatus(Status.REFUSED, rows[student].get("details", ""))
-    for student in sorted(set(roster) - set(report.submissions)):
-        report.submissions[student] = Submission(
-            student, SubmissionStatus(Status.MISSING, "no submission in the gradebook")
-        )
+            if sub.status.status is Status.MISSING:
+                sub.status = not_handed_in(rows.get(student), sub.status.reason)
+    for student in sorted((set(roster) | set(rows)) - set(report.submissions)):
+        status = not_handed_in(rows.get(student), "no submission in the gradebook")
+        report.submissions[student] = Submission(student, status)
     graded_parts = {p for s in report.submissions.values() for p in s.parts}
     report.parts = list(dict.fromkeys(lb for lb, _ in labels.values() if lb in graded_parts))
     for label, kind in labels.values():
