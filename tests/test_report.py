@@ -20,7 +20,7 @@ from attncourse.demo import BROKEN_STUDENT, demo_students
 from attncourse.integrity.findings import Finding
 from attncourse.judge.rules import FROM_OUTSIDE
 from attncourse.parts import cell_parts, part_order
-from attncourse.report.causes import cause_of, failure_message, mistake_cause, not_attempted
+from attncourse.report.causes import cause_of, not_attempted
 from attncourse.report.collect import (
     ClassReport,
     course_order,
@@ -79,13 +79,13 @@ def table_after(section, heading):
 # --- causes ------------------------------------------------------------------------------
 
 
-def test_failure_message_prefers_the_likely_cause():
+def test_the_cause_is_the_likely_cause_the_judge_named():
     named = (
         "MyMHA: values differ\n  expected: x\n  got:      y\n  likely cause: missing 1/sqrt(D_qk)"
     )
-    assert failure_message(error(named)) == "missing 1/sqrt(D_qk)"
+    assert cause_of(error(named)).text == "missing 1/sqrt(D_qk)"
     plain = error("name 'MyGQA' is not defined", ename="NameError")
-    assert failure_message(plain) == "NameError: name 'MyGQA' is not defined"
+    assert cause_of(plain).text == "NameError: a name is not defined"
 
 
 def test_named_causes_group_with_the_sizes_taken_out():
@@ -95,11 +95,11 @@ def test_named_causes_group_with_the_sizes_taken_out():
     ]
     assert {cause_of(error(e)) for e in drawn} == {cause_of(error(drawn[0]))}
     assert cause_of(error(drawn[0])).named
-    assert mistake_cause(error(drawn[0])) == "H=… heads, not …"
+    assert cause_of(error(drawn[0])).text == "H=… heads, not …"
     inline = "the answer could not be checked (TypeError: x); likely cause: an unexpected kind"
     assert cause_of(error(inline)).text == "an unexpected kind"
     other = "scale: values differ\n  likely cause: divides by d instead of sqrt(d)"
-    assert mistake_cause(error(other)) != mistake_cause(error(drawn[0]))
+    assert cause_of(error(other)) != cause_of(error(drawn[0]))
 
 
 def test_raw_errors_group_by_kind_with_the_sizes_and_names_taken_out():

@@ -53,15 +53,6 @@ def _lines(output: NotebookNode) -> list[str]:
     return [line.strip() for line in str(output.get("evalue", "")).splitlines() if line.strip()]
 
 
-def failure_message(output: NotebookNode) -> str:
-    """The mistake a failed test names: its "likely cause", else its message's first line."""
-    likely = _LIKELY.search(str(output.get("evalue", "")))
-    if likely:
-        return likely.group(1).strip()
-    lines = _lines(output)
-    return f"{output.get('ename', 'Error')}: {lines[0] if lines else ''}"[:160]
-
-
 def not_attempted(output: NotebookNode) -> bool:
     """True when the test failed because the answer is still the stub (``NotImplementedError``)."""
     return "NotImplementedError" in f"{output.get('ename', '')} {output.get('evalue', '')}"
@@ -92,8 +83,3 @@ def cause_of(output: NotebookNode) -> Cause:
         return Cause(_first_sentence(without_sizes(first)), False)
     what = first.split(": ", 1)[-1] if ": " in first else first
     return Cause(f"{output.get('ename', 'Error')}: {_first_sentence(without_sizes(what))}", False)
-
-
-def mistake_cause(output: NotebookNode) -> str:
-    """The text of :func:`cause_of`: what students who made the same mistake share."""
-    return cause_of(output).text

@@ -141,21 +141,25 @@ def mistakes_figure(report: AssignmentReport, groups: list[MistakeGroup], top: i
     return png(fig)
 
 
+def _stacked(ax, labels: list[str], counts: dict[str, Counter], ylabel: str) -> None:
+    """Bars over ``labels`` (every label shown, zero or not), stacked by kind."""
+    kinds = sorted({k for c in counts.values() for k in c})
+    bottom = np.zeros(len(labels))
+    for kind in kinds:
+        heights = np.array([counts.get(x, Counter())[kind] for x in labels], dtype=float)
+        ax.bar(labels, heights, bottom=bottom, label=kind)
+        bottom += heights
+    if kinds:
+        ax.legend(fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def findings_figure(report: AssignmentReport) -> str:
     """Per part (every part shown), the students with an integrity finding of the scan, by
     kind, and those whose tests the judge failed for a rule it could not verify."""
-    parts = report.parts
-    by_part = report.integrity_by_part()
-    kinds = sorted({k for c in by_part.values() for k in c})
-    fig, ax = _axes(max(5, 0.5 * len(parts) + 1.5), 3)
-    bottom = np.zeros(len(parts))
-    for kind in kinds:
-        heights = np.array([by_part.get(p, Counter())[kind] for p in parts], dtype=float)
-        ax.bar(parts, heights, bottom=bottom, label=kind)
-        bottom += heights
-    ax.legend(fontsize=8)
-    ax.set_ylabel("findings (a student once per kind)", fontsize=8)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    fig, ax = _axes(max(5, 0.5 * len(report.parts) + 1.5), 3)
+    _stacked(ax, report.parts, report.integrity_by_part(), "findings (a student once per kind)")
     ax.tick_params(axis="x", labelrotation=45, labelsize=8)
     _title(
         ax,
@@ -196,16 +200,7 @@ def trend_figure(trend: dict[str, list[float | None]], assignments: list[str]) -
 def integrity_overview_figure(counts: dict[str, Counter], assignments: list[str]) -> str:
     """Per assignment (course order), students × parts with an integrity finding, by kind."""
     fig, ax = _axes(7, 3)
-    kinds = sorted({k for c in counts.values() for k in c})
-    bottom = np.zeros(len(assignments))
-    for kind in kinds:
-        heights = np.array([counts.get(a, Counter())[kind] for a in assignments], dtype=float)
-        ax.bar(assignments, heights, bottom=bottom, label=kind)
-        bottom += heights
-    if kinds:
-        ax.legend(fontsize=8)
-    ax.set_ylabel("findings (a student once per part and kind)", fontsize=8)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _stacked(ax, assignments, counts, "findings (a student once per part and kind)")
     ax.tick_params(axis="x", labelsize=8)
     _title(
         ax,

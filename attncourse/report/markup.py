@@ -58,7 +58,3 @@ def table(
 
 def figure(png: str, alt: str) -> str:
     return f'<img alt="{esc(alt)}" src="data:image/png;base64,{png}">'
-
-
-def names_list(names: Iterable[str]) -> str:
-    return ", ".join(names)
