@@ -1,6 +1,6 @@
 """Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; torch's threads
 shared out among parallel test workers; the fixtures several modules use (the graded toy
-course, a Dask cluster, the classroom and its hub)."""
+course, the demo class, a Dask cluster, the classroom and its hub)."""
 
 import os
 import shutil
