@@ -69,7 +69,7 @@ feedback: venv  ## HTML feedback for ASSIGNMENT: test results and messages, no h
 export: venv  ## grades.csv and canvas_grades.csv [ROSTER=Canvas gradebook export for Canvas ids]
 	$(BIN)/attncourse export $(AT) $(if $(ROSTER),--roster "$(ROSTER)")
 
-report: venv  ## reports/index.html: scores, failing tests, common mistakes, integrity, timing
+report: venv  ## reports/index.html: per part failure rates, student × part heat map, mistakes by cause, backlog, trends
 	$(BIN)/attncourse report $(AT)
 
 scan: venv  ## list integrity findings in ASSIGNMENT's submitted notebooks, without grading

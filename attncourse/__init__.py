@@ -13,7 +13,7 @@ Command line and commands
     ``demo``          ``make demo``: the whole workflow on bundled submissions
     ``bench``         ``make bench``: seconds per submission, and where they go
     ``feedback``      ``attncourse feedback``: nbgrader's feedback, then where it is
-    ``report``        ``attncourse report``: one HTML page about every graded assignment
+    ``report/``       ``attncourse report``: the class and each assignment on one HTML page
     ``similarity/``   ``attncourse similarity``: pairs of students with the same answers, per part
     ``formgrader``    ``make formgrader``: JupyterLab with formgrader on the course
     ``workload``      ``attncourse workload``: minutes of grading by hand per student

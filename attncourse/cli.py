@@ -78,7 +78,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the HTML grading report (scores, failing tests, integrity, timing)."""
-    from attncourse.report import build_report
+    from attncourse.report.page import build_report
 
     print(f"wrote {build_report(args.course, args.out)}")
     return 0

@@ -72,7 +72,7 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     from attncourse.exchange import publish
     from attncourse.feedback import generate_feedback
     from attncourse.pipeline import grade
-    from attncourse.report import build_report
+    from attncourse.report.page import build_report
     from attncourse.similarity.page import similarity_report
 
     course = prepare(Path(demo_dir), assignments(root), root)

@@ -1,6 +1,6 @@
 """Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; torch's threads
 shared out among parallel test workers; the fixtures several modules use (the graded toy
-course, a Dask cluster, the classroom and its hub)."""
+course, the demo class, a Dask cluster, the classroom and its hub)."""
 
 import os
 import shutil
@@ -108,6 +108,17 @@ def graded_toy(tmp_path_factory):
     """A course directory with the toy class autograded, once per test process (shared: do not
     change it; ``course`` is a private copy)."""
     return graded_course(str(tmp_path_factory.getbasetemp()))
+
+
+@pytest.fixture(scope="session")
+def demo_class(tmp_path_factory):
+    """The demo class (``attncourse demo``: every assignment released, autograded, with feedback,
+    grades, similarity and report), made once per test process (shared: copy it to change it)."""
+    from attncourse.demo import run_demo
+
+    course = tmp_path_factory.mktemp("demo_class") / "demo"
+    run_demo(course)
+    return course
 
 
 @pytest.fixture

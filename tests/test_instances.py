@@ -23,7 +23,7 @@ from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.preprocessors.pininstance import INSTANCE_CELL, PinInstance
-from attncourse.report import build_report
+from attncourse.report.page import build_report
 from attncourse.submissions import solution_submission, write_submission
 
 IDS = [f"s{i:05d}" for i in range(1000)]

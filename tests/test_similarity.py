@@ -22,7 +22,9 @@ from similarity_pool import POOL
 from attncourse.cells import grade_id, is_answer
 from attncourse.cli import main
 from attncourse.course import ASSIGNMENTS, ROOT, notebook_path
-from attncourse.report import AssignmentReport, render
+from attncourse.report.collect import ClassReport
+from attncourse.report.model import AssignmentReport
+from attncourse.report.page import render
 from attncourse.similarity.compare import CODE_MIN_SHARED, Release, compare, flagged, score
 from attncourse.similarity.fingerprint import code_tokens, text_tokens, winnow
 from attncourse.similarity.page import COLUMNS, similarity_report
@@ -338,9 +340,9 @@ def test_the_command_line_writes_both_files(class_dir, capsys):
 
 
 def test_the_main_report_links_the_similarity_page():
-    report = AssignmentReport(ASSIGNMENT, 10.0, scores={"ana": 5.0, "bo": 7.0})
-    assert f'href="similarity_{ASSIGNMENT}.html"' in render([report], similarity=[ASSIGNMENT])
-    assert "similarity_" not in render([report])
+    course = ClassReport([AssignmentReport(ASSIGNMENT, 10.0)], {})
+    assert f'href="similarity_{ASSIGNMENT}.html"' in render(course, similarity=(ASSIGNMENT,))
+    assert "similarity_" not in render(course)
 
 
 def test_code_moved_into_a_cell_the_student_added_is_compared(tmp_path):
