@@ -44,7 +44,11 @@ def shipped(assignment):
     )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    sys.dont_write_bytecode, before = True, sys.dont_write_bytecode  # release/ stays as built
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = before
     return module
 
 

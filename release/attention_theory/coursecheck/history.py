@@ -89,7 +89,8 @@ class HistoryProgram(Program):
         cell, line = self.where(node)
         owner = _owner(self.trees.get(cell), line)
         place = f"line {line} of the cell run as In [{cell + 1}]"
-        return _Place(kind, what, cell, line, path, f"`{owner}`, {place}" if owner else place)
+        place = f"`{owner}`, {place}" if owner else place
+        return _Place(kind=kind, what=what, cell=cell, line=line, path=path, place=place)
 
 
 def _owner(tree, line):
@@ -172,6 +173,8 @@ def check_rules(grade_id: str, book: Book, namespace=None) -> None:
     except GradingError as error:
         message = re.sub(r"\bof cell (\d+)", r"of the cell run as In [\1]", str(error))
         message = re.sub(r"\(cell (\d+)\)", r"(the cell run as In [\1])", message)
+        for judged in {rule.part for rule in book.rules.get(grade_id, ())}:
+            message = message.replace(f"{judged}: ", f"{label}: ", 1)
         if not message.startswith(label):
             message = f"{label}: {message}"
         raise RuleBroken(f"{message}\n  note: {AGAIN}") from None
