@@ -12,6 +12,7 @@ of every rule test cell must be the same on both sides. No kernel starts.
 import functools
 import importlib.util
 import re
+import shutil
 import sys
 import time
 
@@ -289,3 +290,69 @@ def test_the_visible_check_is_cheap():
     per_call = (time.perf_counter() - start) / len(package.BOOK.rules)
     print(f"visible rule check: {per_call * 1000:.0f} ms per call")
     assert per_call < 1.0
+
+
+BLOCK_INSTRUCTOR = """
+import json, sys
+sys.modules["attncourse"] = None  # not installed: an LMS download on a student's laptop
+from coursecheck import check_rules
+In = json.load(open(sys.argv[1]))
+for test in sys.argv[2:]:
+    try:
+        check_rules(test)
+        print(test, "passed")
+    except AssertionError as error:
+        print(test, "failed:", str(error).splitlines()[0])
+"""
+
+
+def test_the_release_folder_alone_checks_the_rules(tmp_path):
+    """Only the release folder's files: no attncourse, the folder's own coursecheck."""
+    import json
+    import subprocess
+
+    folder = ROOT / "release" / "attention_variants"
+    In = _solution_history_with(LOOP)
+    (tmp_path / "In.json").write_text(json.dumps(In))
+    tests = ["p5_mha_no_loops_test", "p7_gqa_no_loops_test"]
+    out = subprocess.run(
+        [sys.executable, "-B", "-c", BLOCK_INSTRUCTOR, str(tmp_path / "In.json"), *tests],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "p5_mha_no_loops_test failed: Part 5: the task forbids loops" in out, out
+    assert "p7_gqa_no_loops_test passed" in out, out
+
+
+@pytest.mark.kernel
+def test_in_a_kernel_the_rule_cell_names_the_rule_and_the_cell_run(tmp_path):
+    """A real kernel in a copy of the release folder, the notebook run top to bottom (as a
+    student's Run All): only the broken rule's cell fails, with the In [n] the student sees,
+    and the kernel never imports attncourse."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    folder = tmp_path / "mla_inference"
+    shutil.copytree(ROOT / "release" / "mla_inference", folder)
+    case = next(c for c in load("mla_inference").cases if c.id == "decode:decode_rebuilds_the_keys")
+    nb = notebook("mla_inference", case.answers)
+    nb.cells.append(nbformat.v4.new_code_cell('import sys\nprint("attncourse" in sys.modules)'))
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True)
+    client.resources = {"metadata": {"path": str(folder)}}
+    try:
+        client.execute()
+    except CellExecutionError as error:  # allow_errors keeps going; nothing should raise here
+        pytest.fail(str(error))
+    failed = {
+        c.metadata.get("nbgrader", {}).get("grade_id"): o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    }
+    assert set(failed) == {"p3_decode_rules"}, {k: v.evalue[:200] for k, v in failed.items()}
+    error = failed["p3_decode_rules"]
+    assert error.ename == "RuleBroken" and "W_UK" in error.evalue, error.evalue
+    assert nb.cells[-1].outputs[0].text.strip() == "False"
