@@ -356,3 +356,22 @@ def test_in_a_kernel_the_rule_cell_names_the_rule_and_the_cell_run(tmp_path):
     error = failed["p3_decode_rules"]
     assert error.ename == "RuleBroken" and "W_UK" in error.evalue, error.evalue
     assert nb.cells[-1].outputs[0].text.strip() == "False"
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_every_rule_a_check_proves_is_declared_and_shipped(assignment):
+    """No check proves a rule outside its declaration (``@proves``), so the shipped book holds
+    every rule-bound cell, and each declared check proves what it declares."""
+    import inspect
+
+    for path in (ROOT / "attncourse" / "grading" / assignment).glob("*.py"):
+        assert "rules.assert_" not in path.read_text(), f"{path.name} proves an undeclared rule"
+    for grade_id, check in verdict.checks_of(assignment).items():
+        declared = getattr(check, "rules", ())
+        body = inspect.getsource(inspect.unwrap(getattr(check, "func", check)))  # partials too
+        assert bool(declared) == ("prove(" in body), grade_id
+        if declared:
+            assert grade_id in shipped(assignment).BOOK.rules
+            assert shipped(assignment).BOOK.rules[grade_id] == tuple(
+                shipped(assignment).rulebook.Rule(**vars(r)) for r in declared
+            )
