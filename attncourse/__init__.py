@@ -24,6 +24,7 @@ nbgrader plugins
     ``export``             ``nbgrader export``: grades.csv and a Canvas import file
     ``exchange``           the exchange: publish, collect (plain files only), return
     ``lms``                release zips and collection of an LMS's download
+    ``prover``             the rule prover each release ships (``coursecheck/``), generated
 
 The judge and the sandbox
     ``judge/``        hidden tests computed in the grader's process, asking the kernel for data;

@@ -13,11 +13,13 @@ from attncourse.course import assignments, nbgrader
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    """Build release/ from source/ (generate_assignment) and publish it to the exchange."""
+    """Build release/ from source/ (generate_assignment, then the rule prover) and publish it."""
     from attncourse.exchange import publish
+    from attncourse.prover import write_prover
 
     for assignment in args.assignments or assignments(args.course):
         nbgrader("generate_assignment", assignment, "--force", cwd=args.course)
+        write_prover(assignment, args.course)  # the rule prover the notebook's test cells call
         publish(assignment, args.course)
     return 0
 

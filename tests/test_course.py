@@ -11,6 +11,8 @@ import pytest
 
 from attncourse.cells import grade_id
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path, scratch_course
+from attncourse.lms import release_files
+from attncourse.prover import write_prover
 
 ASSIGNMENTS = assignments()
 LEAK_MARKERS = (
@@ -44,6 +46,8 @@ def fresh_release(tmp_path_factory):
     course = scratch_course(tmp_path_factory.mktemp("fresh") / "course")
     for assignment in ASSIGNMENTS:
         nbgrader("generate_assignment", assignment, "--force", cwd=course, check=False, quiet=True)
+        if notebook_path(course, "release", assignment).exists():
+            write_prover(assignment, course)  # as `attncourse release` does
     return course
 
 
@@ -73,11 +77,17 @@ def test_release_equals_fresh_build_of_source(assignment, fresh_release):
         f"release/{assignment} has {len(mine.cells)} cells, a fresh build has {len(fresh.cells)}: "
         "run `make release` and commit release/"
     )
-    files = {p.name for p in committed.parent.iterdir()}
-    fresh_files = {
-        p.name for p in notebook_path(fresh_release, "release", assignment).parent.iterdir()
-    }
-    assert files == fresh_files, f"release/{assignment} files {files} != fresh build {fresh_files}"
+    files, fresh_files = released(committed.parent), released(built.parent)
+    assert set(files) == set(fresh_files), (
+        f"release/{assignment} files {sorted(files)} != fresh build {sorted(fresh_files)}"
+    )
+    stale = [name for name in files if name.endswith(".py") and files[name] != fresh_files[name]]
+    assert not stale, f"release/{assignment}: {stale} differ from a fresh build: run `make release`"
+
+
+def released(folder):
+    """relative path -> bytes of every file nbgrader would release from ``folder``."""
+    return {rel: (folder / rel).read_bytes() for rel in release_files(folder)}
 
 
 def _solution_lines(source_nb):

@@ -7,6 +7,7 @@ import pytest
 
 from attncourse.course import ROOT, assignments
 from attncourse.lms import release_files, release_zip
+from attncourse.prover import has_rules, prover_files
 
 LEAKS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "Mark scheme", "attncourse")
 
@@ -26,6 +27,19 @@ def test_zip_holds_exactly_the_committed_release(assignment, tmp_path):
             leaked = [marker for marker in LEAKS if marker in text]
             assert not leaked, f"{rel} in the student zip contains {leaked}"
     assert f"{assignment}.ipynb" in expected
+
+
+@pytest.mark.parametrize("assignment", [a for a in assignments() if has_rules(a)])
+def test_zip_ships_the_generated_rule_prover_and_nothing_of_the_grading(assignment, tmp_path):
+    """The zip's coursecheck/ is exactly the generated prover (no grading module, reference,
+    tolerance or secret: tests/test_rulecheck.py proves that of the generated files)."""
+    with zipfile.ZipFile(release_zip(assignment, ROOT, tmp_path)) as zf:
+        shipped = {
+            name.split("/")[-1]: zf.read(name).decode()
+            for name in zf.namelist()
+            if name.startswith(f"{assignment}/coursecheck/")
+        }
+    assert shipped == prover_files(assignment)
 
 
 @pytest.mark.parametrize("assignment", assignments())

@@ -55,6 +55,7 @@ LAYERS = {
         "attncourse.export",
         "attncourse.exchange",
         "attncourse.lms",
+        "attncourse.prover",
     ],
     "commands": [
         "attncourse.worker",

@@ -20,6 +20,7 @@ from attncourse.judge.checks import (
     rng_for,
     tensor,
 )
+from attncourse.judge.rulebook import NO_FUSED, NO_LOOPS, Rule, prove, proves
 
 from .constructions import check_in_dtype
 from .references import (
@@ -31,12 +32,17 @@ from .references import (
 )
 from .tolerances import LAB_TOL
 
+ATTENTION_RULES = (
+    Rule(NO_FUSED, "attention", "Lab attention"),
+    Rule(NO_LOOPS, "attention", "Lab attention"),
+)
 
+
+@proves(*ATTENTION_RULES)
 def check_lab_attention(ns):
     """Lab: attention(Q, K, V) -> (C, A), batched, no loops, by hand, stable for large scores."""
     fn = answer(ns, "attention", "Lab")
-    rules.assert_no_fused_attention("attention", ns, "Lab attention")
-    rules.assert_no_loops("attention", ns, "Lab attention")
+    prove(ATTENTION_RULES, ns)
     for name, large in (("lab-attention", False), ("lab-attention-large", True)):
         dims, Q, K, V = lab_instance(name, large)
         out = call(fn, (Q, K, V), "attention(Q, K, V)")
@@ -136,10 +142,11 @@ def check_lab_is_distribution(ns):
 SHARPEN_BETAS = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 
 
+@proves(Rule(NO_LOOPS, "weights_along", "Lab (b)"))
 def check_lab_weights_along(ns):
     """Lab (b): weights_along(K, u, betas) = softmax(K (beta u)) for every beta at once, no loops."""
     fn = answer(ns, "weights_along", "Lab (b)")
-    rules.assert_no_loops("weights_along", ns, "Lab (b)")
+    prove(check_lab_weights_along.rules, ns)
     rng = rng_for("lab-sharpen")
     n = rng.randint(6, 10)
     d = n + rng.randint(2, 5)
@@ -200,10 +207,11 @@ def own_attention_weights(ns, answer_name, Q, K):
         return None
 
 
+@proves(Rule(NO_LOOPS, "pair_distance", "Lab (c)"))
 def check_lab_pair_distance(ns):
     """Lab (c): pair_distance(A, I, J) = total variation of each row from 1/2 on I_b and J_b."""
     fn = answer(ns, "pair_distance", "Lab (c)")
-    rules.assert_no_loops("pair_distance", ns, "Lab (c)")
+    prove(check_lab_pair_distance.rules, ns)
     rng = rng_for("lab-pair")
     dims = distinct_dims(rng, ["B", "n"], low=4, high=9)
     B, n = dims["B"], dims["n"]
@@ -240,10 +248,11 @@ def check_lab_pair_distance(ns):
     )
 
 
+@proves(Rule(NO_LOOPS, "recovery_errors", "Lab (d)"))
 def check_lab_recovery_errors(ns):
     """Lab (d): recovery_errors(C, M, V) = |c_b M_b - v_b| / |v_b| for a batch, no loops."""
     fn = answer(ns, "recovery_errors", "Lab (d)")
-    rules.assert_no_loops("recovery_errors", ns, "Lab (d)")
+    prove(check_lab_recovery_errors.rules, ns)
     dims = distinct_dims(rng_for("lab-recovery"), ["B", "d"], low=3, high=9)
     B, d = dims["B"], dims["d"]
     gen = generator("lab-recovery")

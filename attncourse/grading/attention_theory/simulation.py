@@ -5,9 +5,9 @@ import math
 
 import torch
 
-from attncourse.judge import rules
 from attncourse.judge.checks import answer, call, fail, generator, rng_for, seed_for, tensor
 from attncourse.judge.remote import Remote, StudentRaised
+from attncourse.judge.rulebook import NO_LOOPS, Rule, prove, proves
 
 from .references import (
     F64,
@@ -158,10 +158,11 @@ def check_simulated_outputs(ns):
         )
 
 
+@proves(Rule(NO_LOOPS, "noisy_key_errors", "Lab (e)"))
 def check_lab_noise_sweep(ns):
     """Lab (e): noisy_key_errors(...) = mean total variation per eps, matching the reference."""
     fn = answer(ns, "noisy_key_errors", "Lab (e)")
-    rules.assert_no_loops("noisy_key_errors", ns, "Lab (e)")
+    prove(check_lab_noise_sweep.rules, ns)
     rng = rng_for("lab-noise")
     n = rng.randint(5, 8)
     d = n + rng.randint(1, 3)

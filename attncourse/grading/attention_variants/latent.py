@@ -5,8 +5,8 @@ import re
 import numpy as np
 import torch
 
-from attncourse.judge import rules
 from attncourse.judge.checks import answer, call, check_close, describe, fail, seed_for, tensor
+from attncourse.judge.rulebook import NO_LOOPS, NUMPY_ONLY, Rule, prove, proves
 
 from .shapes import check_shape_named
 from .tolerances import RECONSTRUCTION_TOL
@@ -106,11 +106,14 @@ def check_gqa_2_mla_prints(ns):
         )
 
 
+GQA_2_MLA_RULES = (Rule(NUMPY_ONLY, "GQA_2_MLA", "Part 10"), Rule(NO_LOOPS, "GQA_2_MLA", "Part 10"))
+
+
+@proves(*GQA_2_MLA_RULES)
 def check_gqa_2_mla_rules(ns):
     """Part 10: GQA_2_MLA uses numpy only and no loops (also in its helpers)."""
     _run_gqa_2_mla(ns, _gqa_2_mla_inputs()[0])  # the rules are checked on a working answer
-    rules.assert_no_torch("GQA_2_MLA", ns, "Part 10")
-    rules.assert_no_loops("GQA_2_MLA", ns, "Part 10")
+    prove(GQA_2_MLA_RULES, ns)
 
 
 # --------------------------------------------------------------------------- Part 11

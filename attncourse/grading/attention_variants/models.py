@@ -6,7 +6,6 @@ with the test's weights and compared with the per-head float64 reference.
 
 import torch
 
-from attncourse.judge import rules
 from attncourse.judge.checks import (
     GradingError,
     answer,
@@ -26,6 +25,7 @@ from attncourse.judge.checks import (
     to_grading,
 )
 from attncourse.judge.remote import Remote
+from attncourse.judge.rulebook import NO_FUSED, NO_LOOPS, Rule, prove, proves
 
 from .references import (
     attention_mistakes,
@@ -167,10 +167,15 @@ def _check_model_attributes(ns, name, attrs, spec, part, ctor_args):
     check_shape_named(f"{part}: output of forward(x, y)", tuple(out.shape), (B, L_1, spec["D_1"]))
 
 
+MHA_BY_HAND = (Rule(NO_FUSED, "MyMHA", "Part 5"),)
+MHA_NO_LOOPS = (Rule(NO_LOOPS, "MyMHA", "Part 5"),)
+
+
+@proves(*MHA_BY_HAND)
 def check_mha_values(ns):
     """Part 5: MyMHA.forward matches a float64 per-head reference, built by hand."""
     answer(ns, "MyMHA", "Part 5")
-    rules.assert_no_fused_attention("MyMHA", ns, "Part 5")
+    prove(MHA_BY_HAND, ns)
     spec = mha_spec("p5_mha_values")
     check_values(ns, "MyMHA", spec, "Part 5", mha_args(spec), "p5_mha_values")
 
@@ -187,10 +192,11 @@ def _runs(ns, name, ctor_args, D_1, D_2, part):
     )
 
 
+@proves(*MHA_NO_LOOPS)
 def check_mha_no_loops(ns):
     """Part 5: no for/while loop or comprehension in MyMHA or the helpers it calls."""
     _runs(ns, "MyMHA", (3, 5, 2, 4, 2), 3, 5, "Part 5")
-    rules.assert_no_loops("MyMHA", ns, "Part 5")
+    prove(MHA_NO_LOOPS, ns)
 
 
 # ---------------------------------------------------------------------------- Part 6
@@ -235,19 +241,25 @@ def check_gqa_attributes(ns):
     _check_model_attributes(ns, "MyGQA", dict(spec), spec, "Part 7", _gqa_args(spec))
 
 
+GQA_BY_HAND = (Rule(NO_FUSED, "MyGQA", "Part 7"),)
+GQA_NO_LOOPS = (Rule(NO_LOOPS, "MyGQA", "Part 7"),)
+
+
+@proves(*GQA_BY_HAND)
 def check_gqa_values(ns):
     """Part 7: MyGQA.forward with interleaved groups (h = g mod G) matches the reference."""
     answer(ns, "MyGQA", "Part 7")
-    rules.assert_no_fused_attention("MyGQA", ns, "Part 7")
+    prove(GQA_BY_HAND, ns)
     for test_id in ("p7_gqa_values/a", "p7_gqa_values/b"):
         spec = _gqa_spec(test_id)
         check_values(ns, "MyGQA", spec, "Part 7", _gqa_args(spec), test_id, trials=1)
 
 
+@proves(*GQA_NO_LOOPS)
 def check_gqa_no_loops(ns):
     """Part 7: no for/while loop or comprehension in MyGQA or the helpers it calls."""
     _runs(ns, "MyGQA", (3, 5, 2, 4, 4, 2), 3, 5, "Part 7")
-    rules.assert_no_loops("MyGQA", ns, "Part 7")
+    prove(GQA_NO_LOOPS, ns)
 
 
 # ---------------------------------------------------------------------------- Part 8

@@ -4,7 +4,6 @@ import math
 
 import torch
 
-from attncourse.judge import rules
 from attncourse.judge.checks import (
     answer,
     call,
@@ -15,6 +14,7 @@ from attncourse.judge.checks import (
     named_mistakes,
     tensor,
 )
+from attncourse.judge.rulebook import NO_LOOPS, ONE_STATEMENT, Rule, prove, proves
 
 from .references import (
     SCORE_MISTAKES,
@@ -101,6 +101,13 @@ def check_reduced_matrices(ns):
         )
 
 
+REDUCED_RULES = (
+    Rule(NO_LOOPS, "reduced_matrices", "Part 13"),
+    Rule(ONE_STATEMENT, "reduced_matrices", "Part 13", outputs=REDUCED_OUTPUTS, size_params=("H",)),
+)
+
+
+@proves(*REDUCED_RULES)
 def check_reduced_matrices_rules(ns):
     """Part 13: each output of reduced_matrices in one statement, no loops."""
     func = answer(ns, "reduced_matrices", "Part 13")
@@ -114,7 +121,4 @@ def check_reduced_matrices_rules(ns):
             "a tuple of four tensors",
             describe(result),
         )
-    rules.assert_no_loops("reduced_matrices", ns, "Part 13")
-    rules.assert_one_statement_per_output(
-        "reduced_matrices", ns, "Part 13", REDUCED_OUTPUTS, size_params=("H",)
-    )
+    prove(REDUCED_RULES, ns)

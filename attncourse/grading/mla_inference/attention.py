@@ -4,12 +4,9 @@ The model is built in the kernel, moved to float64 on the grading device and loa
 test's weights; the rule checks skip the student's ``rope`` (graded in Part 1).
 """
 
-import ast
 import math
 
-from attncourse.judge import rules
 from attncourse.judge.checks import (
-    GradingError,
     answer,
     call,
     check_attributes,
@@ -23,6 +20,7 @@ from attncourse.judge.checks import (
     tensor,
     to_grading,
 )
+from attncourse.judge.rulebook import NO_FUSED, NO_LOOPS, Rule, prove, proves
 
 from .references import mla_mistakes, mla_reference
 from .rope import close, with_rope
@@ -137,11 +135,17 @@ def check_mla_attributes(ns):
         )
 
 
+MLA_BY_HAND = (Rule(NO_FUSED, "MLAAttention", "Part 2"),)
+# rope and its helpers are graded in Part 1(a)
+MLA_RULES = (*MLA_BY_HAND, Rule(NO_LOOPS, "MLAAttention", "Part 2", skip_reached_from=("rope",)))
+
+
+@proves(*MLA_BY_HAND)
 def check_mla_forward(ns):
     """Part 2: forward(x) matches the float64 head-by-head reference with the test's weights."""
     part = "Part 2"
     answer(ns, "MLAAttention", part)
-    rules.assert_no_fused_attention("MLAAttention", ns, part)
+    prove(MLA_BY_HAND, ns)
     for trial in range(2):
         dims = mla_dims(f"p2_mla_forward/{trial}")
         model, w = loaded_model(ns, part, dims, f"p2_mla_forward/{trial}")
@@ -164,24 +168,6 @@ def check_mla_forward(ns):
         with_rope(ns, attempt)
 
 
-def rope_definitions(ns):
-    """Names of the definitions reachable from the student's rope (its helpers), if any."""
-    try:
-        nodes = rules.reachable_definitions("rope", ns)
-    except GradingError:
-        return set()
-    return {n.name for n in nodes if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-
-
-def own_definitions(name, ns, skip):
-    """The definitions reachable from ``name``, without those named in ``skip``."""
-    return [
-        node
-        for node in rules.reachable_definitions(name, ns)
-        if getattr(node, "name", None) not in skip or getattr(node, "name", None) == name
-    ]
-
-
 def runs_mla(ns, part):
     """The rule points are for a model that works: build a small one and run it, in float64
     on the grading device as the value checks do (a rope that mishandles float32 inputs costs
@@ -195,9 +181,8 @@ def runs_mla(ns, part):
     return model, x
 
 
+@proves(*MLA_RULES)
 def check_mla_rules(ns):
     """Part 2: no loop and no fused attention in MLAAttention (its helpers included, rope aside)."""
-    part = "Part 2"
-    runs_mla(ns, part)
-    rules.assert_no_fused_attention("MLAAttention", ns, part)
-    rules.assert_no_loops("MLAAttention", ns, part, skip=rope_definitions(ns))
+    runs_mla(ns, "Part 2")
+    prove(MLA_RULES, ns)

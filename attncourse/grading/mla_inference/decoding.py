@@ -1,19 +1,15 @@
 """Part 3(b) of ``mla_inference``: decode_step, its latent cache, its output, its rules."""
 
-import ast
-
 import torch
 
-from attncourse.judge import rules
 from attncourse.judge.checks import answer, call, describe, fail, generator, randn, rng_for, tensor
+from attncourse.judge.rulebook import NEVER_NAMES, NO_FUSED, NO_LOOPS, USES, Rule, prove, proves
 
 from .absorption import pair
 from .attention import (
     loaded_model,
     mla_args,
     mla_dims,
-    own_definitions,
-    rope_definitions,
     runs_mla,
 )
 from .references import decode_mistakes, mla_reference
@@ -175,18 +171,35 @@ def check_decode_forward(ns):
     with_rope(ns, from_cache)
 
 
-def _mentions(node, name):
-    """Line of the first mention of ``name`` (a name, an attribute, a string) in ``node``, or None."""
-    for sub in ast.walk(node):
-        if (
-            (isinstance(sub, ast.Name) and sub.id == name)
-            or (isinstance(sub, ast.Attribute) and sub.attr == name)
-            or (isinstance(sub, ast.Constant) and sub.value == name)
-        ):
-            return sub.lineno
-    return None
+# rope (Part 1(a)) and MLAAttention (Part 2) are graded in their own parts
+_GRADED_ELSEWHERE = {"skip": ("MLAAttention",), "skip_reached_from": ("rope",)}
+DECODE_RULES = (
+    Rule(
+        USES,
+        "decode_step",
+        "Part 3(b)",
+        word="latent_query",
+        expected="get its queries from latent_query(model, x_t, t)",
+    ),
+    Rule(NO_FUSED, "decode_step", "Part 3(b)"),
+    Rule(NO_LOOPS, "decode_step", "Part 3(b)", **_GRADED_ELSEWHERE),
+    Rule(NO_FUSED, "latent_query", "Part 3(b)"),
+    Rule(NO_LOOPS, "latent_query", "Part 3(b)", **_GRADED_ELSEWHERE),
+    Rule(
+        NEVER_NAMES,
+        "decode_step",
+        "Part 3(b)",
+        skip=("MLAAttention",),
+        skip_reached_from=("rope", "latent_query"),
+        word="W_UK",
+        expected="W_UK only inside latent_query, absorbed into the query",
+        why="rebuilding keys from the cached latents: with W_UK absorbed into the query the "
+        "keys are never formed",
+    ),
+)
 
 
+@proves(*DECODE_RULES)
 def check_decode_rules(ns):
     """Part 3(b): decode_step uses latent_query, never W_UK itself, no loop, no fused attention."""
     part = "Part 3(b)"
@@ -198,30 +211,4 @@ def check_decode_rules(ns):
         f"{part}: decode_step (the rules are checked on a working answer)",
         no_grad=True,
     )
-    reached = rules.reachable_definitions("decode_step", ns)
-    if not any(_mentions(node, "latent_query") for node in reached):
-        fail(
-            f"{part}: decode_step must get its queries from latent_query",
-            "a call of latent_query(model, x_t, t)",
-            "no use of latent_query",
-        )
-    skip = rope_definitions(ns) | {"MLAAttention"}  # graded in Parts 1 and 2
-    for name in ("decode_step", "latent_query"):
-        rules.assert_no_fused_attention(name, ns, part)
-        rules.assert_no_loops(name, ns, part, skip=skip)
-    query_side = skip | {"MLAAttention"}
-    query_side |= {
-        n.name
-        for n in rules.reachable_definitions("latent_query", ns)
-        if isinstance(n, ast.FunctionDef | ast.ClassDef)
-    }
-    for node in own_definitions("decode_step", ns, query_side):
-        line = _mentions(node, "W_UK")
-        if line is not None:
-            fail(
-                f"{part}: decode_step uses W_UK (line {line} of {getattr(node, 'name', 'a cell')})",
-                "W_UK only inside latent_query, absorbed into the query",
-                "W_UK applied in decode_step",
-                "rebuilding keys from the cached latents: with W_UK absorbed into the query the "
-                "keys are never formed",
-            )
+    prove(DECODE_RULES, ns)

@@ -8,7 +8,6 @@ mistake in Part 1(a) costs its points once. Parts 2 and 3 use it the same way.
 
 import torch
 
-from attncourse.judge import rules
 from attncourse.judge.checks import (
     GradingError,
     answer,
@@ -22,6 +21,7 @@ from attncourse.judge.checks import (
     tensor,
 )
 from attncourse.judge.remote import Remote
+from attncourse.judge.rulebook import NO_LOOPS, Rule, prove, proves
 
 from .references import BASE, F64, rope_mistakes, rope_reference
 from .tolerances import MERGED_TOL, PRECISION_BAND, ROPE_FLOAT32_TOL, ROPE_TOL, ROTATION_TOL
@@ -186,6 +186,7 @@ def check_float32(fn, part, rng):
     )
 
 
+@proves(Rule(NO_LOOPS, "rope", "Part 1(a)"))
 def check_rope_rules(ns):
     """Part 1(a): rope works and uses no loop, also not in the helpers it calls."""
     part = "Part 1(a)"
@@ -195,7 +196,7 @@ def check_rope_rules(ns):
         (torch.ones(2, 4, dtype=F64), torch.arange(2)),
         f"{part}: rope (rules are checked on a working answer)",
     )
-    rules.assert_no_loops("rope", ns, part)
+    prove(check_rope_rules.rules, ns)
 
 
 # ================================================================= Part 1(b): merged matrix
