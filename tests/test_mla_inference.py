@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import re
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -230,3 +231,49 @@ def test_markdown_and_latex_hold_no_control_character():
             if cell.cell_type == "markdown":
                 bad = {hex(ord(ch)) for ch in cell.source if ord(ch) < 32 and ch != "\n"}
                 assert not bad, (kind, grade_id(cell), bad)
+
+
+def _visible_threshold(name):
+    """The bound the visible p1_rope cell puts on ``name`` (``assert name < bound``)."""
+    cell = {grade_id(c): c.source for c in source_notebook(ASSIGNMENT).cells}["p1_rope"]
+    return float(re.search(rf"assert {name} < ([0-9.e-]+)", cell).group(1))
+
+
+def _rope_precision(source, seeds=20):
+    """(largest relative-position drift, largest float32-vs-float64 gap, smallest of each) of a
+    rope answer over ``seeds`` draws, on the visible cell's positions."""
+    ns = {"torch": torch, "nn": torch.nn, "np": np}
+    run_cell(source, ns)
+    rope = ns["rope"]
+    drift, gap = [], []
+    for seed in range(seeds):
+        gen = torch.Generator().manual_seed(seed)
+        q, k = torch.randn(2, 8, 16, dtype=torch.float64, generator=gen)
+        near = rope(q, torch.tensor(5)) @ rope(k, torch.tensor(2)).T
+        moved = rope(q, torch.tensor(50_005)) @ rope(k, torch.tensor(50_002)).T
+        drift.append(
+            float((moved - near).abs().max() / (q.norm(dim=-1).max() * k.norm(dim=-1).max()))
+        )
+        x = torch.randn(3, 16, generator=gen)
+        far = torch.tensor([20_011, 35_017, 59_999])
+        gap.append(
+            float((rope(x, far).double() - rope(x.double(), far)).abs().max() / x.abs().max())
+        )
+    return max(drift), max(gap), min(drift), min(gap)
+
+
+def test_visible_rope_precision_bounds_sit_between_correct_answers_and_float32_angles():
+    """Part 1(a)'s visible precision checks: every correct rope of the table stays 10x below each
+    bound (float64 angles: drift ~3e-13, float32 rounding of cos/sin ~1e-7), and each float32-
+    angle mistake 10x above its bound (~1e-6 drift; ~4e-5 gap), over 20 draws."""
+    drift_bound, gap_bound = _visible_threshold("_drift"), _visible_threshold("_gap")
+    table = load(ASSIGNMENT)
+    rows = [c for c in table.cases if c.group == "rope" and "p1_rope" not in c.fails]
+    for case in rows:
+        drift, gap, _, _ = _rope_precision(case.answers["p1_rope_answer"])
+        assert drift < drift_bound / 10 and gap < gap_bound / 10, (case.id, drift, gap)
+    cases = {c.name: c for c in table.cases if c.group == "rope"}
+    *_, drift, _ = _rope_precision(cases["angles_in_float32"].answers["p1_rope_answer"])
+    assert drift > 10 * drift_bound
+    *_, gap = _rope_precision(cases["angles_in_x_dtype"].answers["p1_rope_answer"])
+    assert gap > 10 * gap_bound
