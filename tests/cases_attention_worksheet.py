@@ -730,3 +730,12 @@ MESSAGES = {
     "q3a:a_classmates_numbers": ("q3a_toy_qkv", "answers match student 'a-classmate'"),
     "q5a:a_classmates_numbers": ("q5a_head_splits", "not your own (graded as 'example')"),
 }
+
+# Wrong cases no visible check of their part catches (tests/test_visible_checks.py), and why.
+VISIBLE_EXCEPTIONS = {
+    "q2:paths_read_q_k_v_left_to_right": "which path carries queries, keys and values is what "
+    "Q2 asks; the visible checks see only the figure's structure (weights beside the Linears, "
+    "one kind per path), which this consistent relabelling keeps",
+    "q2:ordered_dict_imported": "the import rule ('Do not add imports'): the value is right; "
+    "the rule is proved on the source, the visible rule checks' job (issue 30, item 2)",
+}
