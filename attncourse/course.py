@@ -37,6 +37,14 @@ def source_notebook(coursedir, assignment_id, notebook_id):
     return nbformat.read(path, as_version=4) if path.exists() else None
 
 
+def release_notebook(coursedir, assignment_id, notebook_id):
+    """The notebook students were given, in the ``release/`` folder of nbgrader's
+    ``coursedir`` (a ``CourseDirectory``), or None."""
+    path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment_id))
+    path = path / f"{notebook_id}.ipynb"
+    return nbformat.read(path, as_version=4) if path.exists() else None
+
+
 def course_config(course=ROOT):
     """The course's ``nbgrader_config.py``, loaded."""
     from traitlets.config.loader import PyFileConfigLoader
