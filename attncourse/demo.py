@@ -8,7 +8,8 @@ untouched release); ``dan`` additionally hands in a damaged notebook file. Their
 answers are their own words, never the model answer with its mark scheme: each demo file's
 ``WRITTEN`` gives, per question, a right, a partly right and a wrong answer
 (:func:`in_own_words`). The assignments are published to the demo course's exchange, so
-formgrader shows them released, as in a real term.
+formgrader shows them released, as in a real term; the class's names come from
+``demo/roster.csv``, imported with ``nbgrader db student import`` as a real roster would be.
 """
 
 import importlib.util
@@ -24,6 +25,7 @@ from attncourse.gradebook import cell_scores
 from attncourse.submissions import solution_submission, write_submission
 
 BROKEN_STUDENT = "dan"
+ROSTER = "roster.csv"  # in demo/: id, first and last name of every demo student
 RIGHT, PARTLY, WRONG = range(3)  # the answers of a demo file's WRITTEN, per question
 
 
@@ -48,6 +50,12 @@ def demo_students(assignment, root=ROOT):
     of the course at ``root``."""
     module = demo_module(assignment, root)
     return module.STUDENTS if module else {}
+
+
+def import_roster(course, root=ROOT):
+    """Put the demo class's names (``demo/roster.csv`` of the course at ``root``) into the
+    gradebook of ``course``, with nbgrader's own ``nbgrader db student import``."""
+    nbgrader("db", "student", "import", Path(root) / "demo" / ROSTER, cwd=course, quiet=True)
 
 
 def write_demo_submissions(course, assignment, root=ROOT):
@@ -76,6 +84,7 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     from attncourse.similarity.page import similarity_report
 
     course = prepare(Path(demo_dir), assignments(root), root)
+    import_roster(course, root)
     print(f"demo course: {course}")
     for assignment in assignments(root):
         publish(assignment, course)  # released, as in a term: formgrader finds the exchange
