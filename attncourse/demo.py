@@ -22,6 +22,7 @@ from attncourse.autograde import prepare
 from attncourse.constants import RELEASE
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
+from attncourse.status import Status
 from attncourse.submissions import solution_submission, write_submission
 
 BROKEN_STUDENT = "dan"
@@ -89,11 +90,12 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     for assignment in assignments(root):
         publish(assignment, course)  # released, as in a term: formgrader finds the exchange
     status = 0
-    students = {}
+    students, results = {}, {}
     for assignment in assignments(root):
         students[assignment] = write_demo_submissions(course, assignment, root)
         print(f"\n== {assignment}: autograding {len(students[assignment])} demo submissions")
-        status |= grade(assignment, course=course)[0]
+        graded, results[assignment] = grade(assignment, course=course)
+        status |= graded
         generate_feedback(course, assignment, quiet=True)
     nbgrader("export", cwd=course, quiet=True)
     for assignment in assignments(root):
@@ -101,7 +103,7 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     report = build_report(course)
     print("\ngrades (autograded score / autograded points; points left for grading by hand):")
     for assignment in assignments(root):
-        print_grades(course, assignment, students[assignment])
+        print_grades(course, assignment, students[assignment], results[assignment])
     print("\nresults:")
     print(f"  autograded notebooks:   {course / 'autograded'}")
     print(f"  feedback (HTML):        {course / 'feedback'}")
@@ -113,14 +115,16 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     return status
 
 
-def print_grades(course, assignment, students):
-    """One line per student: autograded score, points awaiting manual grading, or why none."""
+def print_grades(course, assignment, students, results):
+    """One line per student: autograded score, points awaiting manual grading, or why none
+    (``results``: the run's :class:`~attncourse.worker.result.StudentResult` per student)."""
     scores = cell_scores(course, assignment)
     print(f"  {assignment}")
     for student in students:
         grades = scores.get(student)
-        if not grades:
-            print(f"    {student:8s} not graded (see the run summary above)")
+        outcome = results[student].outcome if student in results else ""
+        if not grades or outcome != Status.GRADED:
+            print(f"    {student:8s} not graded ({outcome or 'see the run summary above'})")
             continue
         auto = [g for g in grades.values() if not g[2]]
         manual = [g for g in grades.values() if g[2]]
