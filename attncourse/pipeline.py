@@ -172,7 +172,9 @@ def grade(
     only_some = students is not None
     students = list(students) if only_some else students_of(course, assignment)
     if only_some:  # a typo is not a missing student: on neither the roster nor submitted/
-        known = sorted(set(students_of(course, assignment)) | set(roster_reader(db_url)()))
+        sqlite = db_url.removeprefix("sqlite:///")
+        roster = () if sqlite != db_url and not Path(sqlite).exists() else roster_reader(db_url)()
+        known = sorted(set(students_of(course, assignment)) | set(roster))
         where = f"submitted/*/{assignment}/ and the gradebook"
         check_known("student", students, known, where=where)
     if not students:
