@@ -24,11 +24,7 @@ class FeedbackStatus(NbGraderPreprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
     ) -> tuple[NotebookNode, ResourcesDict]:
-        info = resources["nbgrader"]
-        release = release_notebook(
-            CourseDirectory(parent=self), info["assignment"], info["notebook"]
-        )
-        status = status_of(nb, release)
+        status = status_of(nb, release_notebook(CourseDirectory(parent=self), resources))
         resources[RESOURCE] = {
             "status": status.status.value,
             "graded": status.graded,

@@ -32,13 +32,10 @@ class FlagNotGraded(NbGraderPreprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
     ) -> tuple[NotebookNode, ResourcesDict]:
-        info = resources["nbgrader"]
-        release = release_notebook(
-            CourseDirectory(parent=self), info["assignment"], info["notebook"]
-        )
-        status = status_of(nb, release)
+        status = status_of(nb, release_notebook(CourseDirectory(parent=self), resources))
         if status.graded:
             return nb, resources
+        info = resources["nbgrader"]
         ids = info["notebook"], info["assignment"], info["student"]
         with Gradebook(info["db_url"]) as gb:
             notebook = gb.find_submission_notebook(*ids)
