@@ -42,7 +42,7 @@ class FlagNotGraded(NbGraderPreprocessor):
             for grade in notebook.grades:
                 grade.needs_manual_grade = True
             first = min(notebook.comments, key=lambda c: _position(nb, c.name), default=None)
-            if first is not None and first.manual_comment is None:
+            if first is not None:  # a grader's own comment (manual_comment) stays
                 first.auto_comment = not_graded_comment(status)
             notebook.flagged = True
             gb.db.commit()
