@@ -2,7 +2,7 @@
 
 It puts the submission's :class:`~attncourse.status.SubmissionStatus` (read from the
 autograded notebook's record and the release) in ``resources["attncourse_status"]``;
-the feedback template (``templates/feedback_status/index.html.j2``, used through
+the feedback template (``feedback/notgraded.html.j2`` of the course's templates, used through
 :class:`attncourse.feedbackexporter.FeedbackExporter`) shows a not-graded submission as
 a banner with the reason and the next step, instead of a page of zeros and release stubs.
 """
