@@ -111,10 +111,10 @@ c.Autograde.autograde_preprocessors = [
 ]
 # Feedback shows each test's result and message, never hidden-test source, tracebacks or mark schemes.
 c.GenerateFeedback.preprocessors = [
-    # the submission's status: a not-graded one gets a banner (reason, next step), not a page of zeros
-    "attncourse.preprocessors.feedbackstatus.FeedbackStatus",
     # student output is shown as text, never run
     "attncourse.preprocessors.inertoutputs.InertOutputs",
+    # the submission's status: a not-graded one gets a banner (reason, next step), not a page of zeros
+    "attncourse.preprocessors.feedbackstatus.FeedbackStatus",
     "nbgrader.preprocessors.GetGrades",
     # test results and messages, no hidden test, traceback or mark scheme
     "attncourse.preprocessors.hidehiddentests.HideHiddenTests",

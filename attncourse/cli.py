@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from attncourse.constants import DEMO, SOURCE
+from attncourse.constants import DEMO, RELEASE, SOURCE
 from attncourse.course import ROOT, assignments, nbgrader
 from attncourse.names import UnknownName, check_known
 
@@ -294,8 +294,17 @@ def check_assignments(args: argparse.Namespace) -> None:
         named = [args.assignment]
     course = getattr(args, "course", ROOT)
     if named:
-        known = assignments(course) if (course / SOURCE).is_dir() else []
-        check_known("assignment", named, known, where=f"{course}/{SOURCE}/")
+        check_known("assignment", named, course_assignments(course), where=f"{course}")
+
+
+def course_assignments(course: Path) -> list[str]:
+    """The assignments ``course`` has: its ``source/`` ones in course order, then any that only
+    ``release/`` holds (a course directory that was given the release alone)."""
+    known = assignments(course) if (course / SOURCE).is_dir() else []
+    released = course / RELEASE
+    if released.is_dir():
+        known += sorted(p.name for p in released.iterdir() if p.is_dir() and p.name not in known)
+    return known
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Feedback stage, first: what became of the submission, for the page's banner.
+"""Feedback stage, after InertOutputs: what became of the submission, for the banner.
 
 It puts the submission's :class:`~attncourse.status.SubmissionStatus` (read from the
 autograded notebook's record and the release) in ``resources["attncourse_status"]``;
@@ -19,7 +19,7 @@ RESOURCE = "attncourse_status"
 
 
 class FeedbackStatus(NbGraderPreprocessor):
-    """Feedback stage, first: the submission's status, reason and next step for the banner."""
+    """Feedback stage: the submission's status, reason and next step for the banner."""
 
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
