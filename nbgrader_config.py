@@ -102,6 +102,8 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.SaveAutoGrades",
     # after SaveAutoGrades: flag the part for review, say why
     "attncourse.preprocessors.flagintegrity.FlagIntegrity",
+    # an unreadable or untouched notebook: flagged, every grade needs a look, the reason in a comment
+    "attncourse.preprocessors.flagnotgraded.FlagNotGraded",
     # graders-only cell under each written answer
     "attncourse.preprocessors.insertmarkscheme.InsertMarkScheme",
     "nbgrader.preprocessors.AssignLatePenalties",
@@ -111,11 +113,15 @@ c.Autograde.autograde_preprocessors = [
 c.GenerateFeedback.preprocessors = [
     # student output is shown as text, never run
     "attncourse.preprocessors.inertoutputs.InertOutputs",
+    # the submission's status: a not-graded one gets a banner (reason, next step), not a page of zeros
+    "attncourse.preprocessors.feedbackstatus.FeedbackStatus",
     "nbgrader.preprocessors.GetGrades",
     # test results and messages, no hidden test, traceback or mark scheme
     "attncourse.preprocessors.hidehiddentests.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# nbgrader's feedback template, its body replaced by that banner for a submission not graded.
+c.GenerateFeedback.exporter_class = "attncourse.feedbackexporter.FeedbackExporter"
 # formgrader's pages (and feedback): student output shown as text, Markdown rendered without script,
 # links and images that cannot reach the Jupyter server, math as MathML; nothing loaded from outside
 # (formgrader's MathJax comes from the Jupyter server, the feedback needs none).

@@ -7,6 +7,7 @@ Imports point down this map, never up (``tests/test_structure.py``).
 Command line and commands
     ``cli``           ``attncourse <command>``, which the Makefile calls
     ``pipeline``      ``attncourse grade``: a class on a Dask cluster (the client)
+    ``gradingsummary`` the end of ``attncourse grade``: per student, then graded and not apart
     ``worker/``       what a Dask worker does for one student, by the process each part runs in
     ``cluster``       where grading runs: a local or a running Dask cluster
     ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
@@ -21,6 +22,7 @@ Command line and commands
 nbgrader plugins
     ``preprocessors/``     the preprocessors, one per module (sanitize, run, feedback)
     ``tolerantexporter``   an unreadable notebook is graded as empty, saying why
+    ``feedbackexporter``   the feedback: nbgrader's page, or a banner for one not graded
     ``export``             ``nbgrader export``: grades.csv and a Canvas import file
     ``exchange``           the exchange: publish, collect (plain files only), return
     ``lms``                release zips and collection of an LMS's download
@@ -36,6 +38,7 @@ The judge and the sandbox
 
 Course files and notebooks
     ``course``        where the course lives, its config, how to call nbgrader
+    ``names``         an assignment or student the course lacks stops a command, listing those it has
     ``cells``         what a cell is (grade id, answer, test)
     ``parts``         the part each cell belongs to ("Part 5", "Q3(b)"): one vocabulary for all
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here

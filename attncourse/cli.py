@@ -8,8 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from attncourse.constants import DEMO
-from attncourse.course import assignments, nbgrader
+from attncourse.constants import DEMO, RELEASE, SOURCE
+from attncourse.course import ROOT, assignments, nbgrader
+from attncourse.names import UnknownName, check_known
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -288,6 +289,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_assignments(args: argparse.Namespace) -> None:
+    """Stop with :class:`UnknownName` if the command names an assignment the course lacks."""
+    named = getattr(args, "assignments", None) or []
+    if getattr(args, "assignment", None):
+        named = [args.assignment]
+    course = getattr(args, "course", ROOT)
+    if named:
+        check_known("assignment", named, course_assignments(course), where=f"{course}")
+
+
+def course_assignments(course: Path) -> list[str]:
+    """The assignments ``course`` has: its ``source/`` ones in course order, then any that only
+    ``release/`` holds (a course directory that was given the release alone)."""
+    known = assignments(course) if (course / SOURCE).is_dir() else []
+    released = course / RELEASE
+    if released.is_dir():
+        known += sorted(p.name for p in released.iterdir() if p.is_dir() and p.name not in known)
+    return known
+
+
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    sys.exit(args.func(args))
+    try:
+        check_assignments(args)
+        status = args.func(args)
+    except UnknownName as unknown:
+        print(f"attncourse {args.command}: {unknown}", file=sys.stderr)
+        status = 2
+    sys.exit(status)

@@ -37,6 +37,15 @@ def source_notebook(coursedir, assignment_id, notebook_id):
     return nbformat.read(path, as_version=4) if path.exists() else None
 
 
+def release_notebook(coursedir, resources):
+    """The notebook students were given of the one nbgrader is converting (``resources``
+    name it), from the ``release/`` folder of ``coursedir`` (a ``CourseDirectory``), or None."""
+    info = resources["nbgrader"]
+    path = Path(coursedir.format_path(coursedir.release_directory, ".", info["assignment"]))
+    path = path / f"{info['notebook']}.ipynb"
+    return nbformat.read(path, as_version=4) if path.exists() else None
+
+
 def course_config(course=ROOT):
     """The course's ``nbgrader_config.py``, loaded."""
     from traitlets.config.loader import PyFileConfigLoader

@@ -8,7 +8,8 @@ untouched release); ``dan`` additionally hands in a damaged notebook file. Their
 answers are their own words, never the model answer with its mark scheme: each demo file's
 ``WRITTEN`` gives, per question, a right, a partly right and a wrong answer
 (:func:`in_own_words`). The assignments are published to the demo course's exchange, so
-formgrader shows them released, as in a real term.
+formgrader shows them released, as in a real term; the class's names come from
+``demo/roster.csv``, imported with ``nbgrader db student import`` as a real roster would be.
 """
 
 import importlib.util
@@ -21,9 +22,11 @@ from attncourse.autograde import prepare
 from attncourse.constants import RELEASE
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
+from attncourse.status import Status
 from attncourse.submissions import solution_submission, write_submission
 
 BROKEN_STUDENT = "dan"
+ROSTER = "roster.csv"  # in demo/: id, first and last name of every demo student
 RIGHT, PARTLY, WRONG = range(3)  # the answers of a demo file's WRITTEN, per question
 
 
@@ -48,6 +51,12 @@ def demo_students(assignment, root=ROOT):
     of the course at ``root``."""
     module = demo_module(assignment, root)
     return module.STUDENTS if module else {}
+
+
+def import_roster(course, root=ROOT):
+    """Put the demo class's names (``demo/roster.csv`` of the course at ``root``) into the
+    gradebook of ``course``, with nbgrader's own ``nbgrader db student import``."""
+    nbgrader("db", "student", "import", Path(root) / "demo" / ROSTER, cwd=course, quiet=True)
 
 
 def write_demo_submissions(course, assignment, root=ROOT):
@@ -76,15 +85,17 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     from attncourse.similarity.page import similarity_report
 
     course = prepare(Path(demo_dir), assignments(root), root)
+    import_roster(course, root)
     print(f"demo course: {course}")
     for assignment in assignments(root):
         publish(assignment, course)  # released, as in a term: formgrader finds the exchange
     status = 0
-    students = {}
+    students, results = {}, {}
     for assignment in assignments(root):
         students[assignment] = write_demo_submissions(course, assignment, root)
         print(f"\n== {assignment}: autograding {len(students[assignment])} demo submissions")
-        status |= grade(assignment, course=course)[0]
+        graded, results[assignment] = grade(assignment, course=course)
+        status |= graded
         generate_feedback(course, assignment, quiet=True)
     nbgrader("export", cwd=course, quiet=True)
     for assignment in assignments(root):
@@ -92,7 +103,7 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     report = build_report(course)
     print("\ngrades (autograded score / autograded points; points left for grading by hand):")
     for assignment in assignments(root):
-        print_grades(course, assignment, students[assignment])
+        print_grades(course, assignment, students[assignment], results[assignment])
     print("\nresults:")
     print(f"  autograded notebooks:   {course / 'autograded'}")
     print(f"  feedback (HTML):        {course / 'feedback'}")
@@ -104,14 +115,16 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     return status
 
 
-def print_grades(course, assignment, students):
-    """One line per student: autograded score, points awaiting manual grading, or why none."""
+def print_grades(course, assignment, students, results):
+    """One line per student: autograded score, points awaiting manual grading, or why none
+    (``results``: the run's :class:`~attncourse.worker.result.StudentResult` per student)."""
     scores = cell_scores(course, assignment)
     print(f"  {assignment}")
     for student in students:
         grades = scores.get(student)
-        if not grades:
-            print(f"    {student:8s} not graded (see the run summary above)")
+        outcome = results[student].outcome if student in results else ""
+        if not grades or outcome != Status.GRADED:
+            print(f"    {student:8s} not graded ({outcome or 'see the run summary above'})")
             continue
         auto = [g for g in grades.values() if not g[2]]
         manual = [g for g in grades.values() if g[2]]

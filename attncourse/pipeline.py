@@ -34,6 +34,7 @@ import uuid
 from pathlib import Path
 from typing import TextIO
 
+import nbformat
 from tqdm import tqdm
 
 from attncourse.cluster import (
@@ -43,7 +44,7 @@ from attncourse.cluster import (
     slots_by_host,
     task_resources,
 )
-from attncourse.constants import AUTOGRADED, RUN_RECORDS, SUBMITTED, default_workers
+from attncourse.constants import AUTOGRADED, RELEASE, RUN_RECORDS, SUBMITTED, default_workers
 from attncourse.course import (
     configured_course_id,
     configured_db_url,
@@ -51,8 +52,10 @@ from attncourse.course import (
     notebook_path,
 )
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
+from attncourse.gradingsummary import outcome_of, print_summary
+from attncourse.names import check_known
 from attncourse.plainfiles import WHY, refuse_submission
-from attncourse.runrecord import RunRecord
+from attncourse.roster import roster_reader
 from attncourse.worker.files import read_tree, write_tree
 from attncourse.worker.result import StudentResult
 from attncourse.worker.task import grade_on_worker, stop_grading
@@ -135,24 +138,6 @@ def missing_reason(nb, refused):
     return f"no {nb.name} submitted"
 
 
-def protections_of(record):
-    """Short names of the protections a student's kernel ran with."""
-    p = record.protections or {}
-    names = []
-    if p.get("mount_namespace"):
-        names.append("fs")
-    if p.get("network_namespace"):
-        names.append("net")
-    if p.get("pid_namespace"):
-        names.append("pid")
-    if p.get("uid") is not None:
-        names.append("uid")
-    if p.get("user_namespace"):
-        names.append("userns")
-    names += sorted(p.get("rlimits", {}))
-    return ",".join(names) or "none"
-
-
 def grade(
     assignment: str,
     workers: int | None = None,
@@ -186,6 +171,12 @@ def grade(
     course_id = configured_course_id(course, config)
     only_some = students is not None
     students = list(students) if only_some else students_of(course, assignment)
+    if only_some:  # a typo is not a missing student: on neither the roster nor submitted/
+        sqlite = db_url.removeprefix("sqlite:///")
+        roster = () if sqlite != db_url and not Path(sqlite).exists() else roster_reader(db_url)()
+        known = sorted(set(students_of(course, assignment)) | set(roster))
+        where = f"submitted/*/{assignment}/ and the gradebook"
+        check_known("student", students, known, where=where)
     if not students:
         print(f"no submissions: nothing in {course}/submitted/*/{assignment}/", file=out)
         return 0, {}
@@ -257,12 +248,18 @@ def grade(
     bar.close()
     wall = time.monotonic() - started
     scores = cell_scores(course, assignment, url=db_url, course_id=course_id)
+    released = notebook_path(course, RELEASE, assignment)
+    release = nbformat.read(released, as_version=4) if released.is_file() else None
     for student, result in results.items():
         grades = scores.get(student, {})
         result.score = sum(g[0] or 0 for g in grades.values())
         result.max_score = sum(g[1] for g in grades.values())
         result.needs_manual = sum(bool(g[2]) for g in grades.values())
         result.status, result.details = status_of(result)
+        outcome = outcome_of(result, course, assignment, release)
+        if outcome:
+            result.outcome, result.reason = outcome.status.value, outcome.reason
+            result.next_step = outcome.next_step
     rows = [results[s].summary() for s in sorted(results)]
     if only_some:  # a regrade of a few: everyone else's rows of the last run stay
         rows = merged_rows(run_dir / "summary.json", rows)
@@ -378,46 +375,3 @@ def _save(course, assignment, run_dir, gb, late_penalty, result):
     result.files = result.gradebook = None  # delivered: nothing more to keep in memory
     result.log = ""
     result.save_s = round(time.monotonic() - started, 3)
-
-
-def print_summary(summary, results, out=sys.stdout):
-    """The end-of-run table: per student score, status, time, worker, protections; then totals.
-
-    ``results``: the students' :class:`StudentResult`, in the summary's order."""
-    width = max([len(r.student) for r in results] + [7])
-    print(
-        f"\n{summary['assignment']}: {len(results)} students, {summary['workers']} workers, "
-        f"{summary['wall_s']:.1f}s",
-        file=out,
-    )
-    workers = max([len(r.worker or "-") for r in results] + [6])
-    print(
-        f"{'student':{width}}  {'score':>11}  {'status':10}  {'time':>6}  {'worker':{workers}}  "
-        "protections",
-        file=out,
-    )
-    for r in results:
-        score = f"{r.score:g}/{r.max_score:g}" if r.max_score else "-"
-        seconds = f"{r.seconds:.1f}s" if r.seconds is not None else "-"
-        prot = protections_of(r.record) if r.record != RunRecord() else "-"
-        print(
-            f"{r.student:{width}}  {score:>11}  {r.status:10}  {seconds:>6}  "
-            f"{r.worker or '-':{workers}}  {prot}",
-            file=out,
-        )
-        if r.details:
-            print(f"{'':{width}}    {r.details}", file=out)
-    counts = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    print("totals: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=out)
-    protections = next((r.record.protections for r in results if r.record.protections), None)
-    if protections:
-        hidden = ", ".join(protections.get("hidden", [])) or "nothing"
-        limits = ", ".join(f"{k}={v}" for k, v in sorted(protections.get("rlimits", {}).items()))
-        print(
-            f"sandbox: hidden {hidden}; rlimits {limits}; kernel uid "
-            f"{'fresh per kernel' if protections.get('uid') else 'unchanged'}; kernels "
-            f"{'forked from a server with torch preloaded' if protections.get('preloaded') else 'started afresh'}",
-            file=out,
-        )

@@ -2,6 +2,7 @@
 
 - :mod:`classroom.accounts`: the Unix accounts (instructor, students), created as root.
 - :mod:`classroom.environment`: the course's environment, runnable by every account.
+- :mod:`classroom.reach`: before anything starts, that every account can reach it.
 - :mod:`classroom.provision`: the exchange, the instructor's private course directory and
   each role's Jupyter configuration, under one root.
 - ``classroom/attncourse_submit.py``: the students' ``nbgrader submit`` (private folders).

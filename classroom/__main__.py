@@ -14,6 +14,7 @@ from pathlib import Path
 from classroom.accounts import Account
 from classroom.hub import running
 from classroom.provision import Classroom, exposed, provision
+from classroom.reach import Unreachable
 
 DEMO = (
     ("attn-instructor", "instructor"),
@@ -32,7 +33,11 @@ def main(argv=None) -> int:
         print("make classroom creates Unix accounts and starts their servers: run it as root")
         return 2
     accounts = tuple(Account(name, role, secrets.token_urlsafe(9)) for name, role in DEMO)
-    room = provision(Classroom(args.root.resolve(), accounts, port=args.port))
+    try:
+        room = provision(Classroom(args.root.resolve(), accounts, port=args.port))
+    except Unreachable as unreachable:
+        print(f"make classroom: {unreachable}", file=sys.stderr)
+        return 2
     if open_to_all := exposed(room):
         names = ", ".join(str(p.relative_to(room.checkout)) for p in open_to_all)
         print(

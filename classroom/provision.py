@@ -26,6 +26,7 @@ from pathlib import Path
 from attncourse.course import ROOT, configured_course_id
 from classroom.accounts import Account, ensure
 from classroom.environment import library_path, reroot
+from classroom.reach import check_reach
 
 # The students' nbgrader submit plugin (nothing of the course in it), on their PYTHONPATH.
 SUBMIT = Path(__file__).with_name("attncourse_submit.py")
@@ -163,7 +164,9 @@ def load(settings: str | os.PathLike) -> Classroom:
 
 def provision(room: Classroom) -> Classroom:
     """Create (or bring up to date) every part of ``room``; a course directory already there
-    is kept with its gradebook, a term's work."""
+    is kept with its gradebook, a term's work. Raises :class:`~classroom.reach.Unreachable`,
+    before anything is made, if the accounts could not reach the course's environment."""
+    check_reach(room.venv, room.checkout)
     for path in (room.root, room.root / "home", room.root / "roles"):
         path.mkdir(mode=0o755, parents=True, exist_ok=True)
     users = {a.name: ensure(a, room.root / "home") for a in room.accounts}

@@ -16,6 +16,7 @@ import pytest
 from attncourse.course import ROOT
 from classroom.accounts import Account, environment, remove, run_as
 from classroom.provision import Classroom, provision
+from classroom.reach import Unreachable, check_reach
 
 INSTRUCTOR, EVE = "ac-teach", "ac-eve"
 # Ada and Ben take the term (test_classroom_term), Ivy and Jon try the isolation.
@@ -49,6 +50,10 @@ def make_classroom() -> Classroom:
     course, each with a fresh password."""
     if os.geteuid() != 0:
         pytest.skip("the classroom needs root: it creates Unix accounts and runs servers as them")
+    try:  # first: a clone the accounts cannot reach fails here, saying which folder blocks them
+        check_reach(Classroom.venv, ROOT)
+    except Unreachable as unreachable:
+        pytest.fail(str(unreachable), pytrace=False)
     ensure_proxy()
     root = Path(tempfile.mkdtemp(prefix="attncourse-classroom-"))
     root.chmod(0o755)

@@ -400,3 +400,52 @@ def test_formgrader_and_feedback_render_every_formula_with_no_network(whole_cour
             assert raw_tex(page) == [], f"feedback, {assignment}"
         page.screenshot(path=tmp_path / "feedback.png", full_page=False)
     assert refused == [], "pages asked for addresses outside the machine"
+
+
+# --- a submission that was not graded is never shown as graded ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def unreadable_course(tmp_path_factory):
+    """The tiny course with zed's notebook cut off mid-upload (not JSON), autograded."""
+    course = tiny_course.make_course(tmp_path_factory.mktemp("unreadable") / "course")
+    text = nbformat.writes(tiny_course.release_notebook(course))
+    write_submission(course, "zed", tiny_course.ASSIGNMENT, text[: len(text) // 2])
+    nbgrader("autograde", tiny_course.ASSIGNMENT, "--force", cwd=course, quiet=True)
+    return course
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_an_unreadable_submission_is_flagged_not_graded_in_formgrader(unreadable_course, tmp_path):
+    ensure_chromium()
+    from playwright.sync_api import expect
+
+    course = unreadable_course
+    with browsing(course, tmp_path / "unreadable") as (page, base):
+        page.goto(f"{base}/formgrader/manage_submissions/tiny")
+        status = page.locator("tr", has_text="zed").locator("td.status")
+        expect(status).to_have_text("needs manual grading")
+
+        page.goto(f"{base}/formgrader/gradebook/tiny/tiny")  # Manual Grading
+        row = page.locator("tr", has_text="Submission #1")
+        expect(row.locator("td.flagged .glyphicon-flag")).to_be_visible()
+        expect(row.locator("td.needs-manual-grade")).to_have_attribute(
+            "data-search", "needs manual grade"
+        )
+        row.get_by_role("link", name="Submission #1").click()
+        comment = page.locator("textarea.comment#answer-comment")
+        # the automatic comment, shown under the first answer (a grader's own replaces it)
+        shown = re.compile(r"Not graded \(unreadable\).*line \d+, column \d+.*re-upload", re.S)
+        expect(comment).to_have_attribute("placeholder", shown)
+
+        # Control: the same submission without the flags is what formgrader showed before,
+        # a plain "graded" (0 / 1): the badge above comes from the flags, not from the page.
+        with closing(Gradebook(db_url(course), "attention")) as gb:
+            notebook = gb.find_submission_notebook("tiny", "tiny", "zed")
+            for grade in notebook.grades:
+                grade.needs_manual_grade = False
+            notebook.flagged = False
+            gb.db.commit()
+        page.goto(f"{base}/formgrader/manage_submissions/tiny")
+        expect(page.locator("tr", has_text="zed").locator("td.status")).to_have_text("graded")

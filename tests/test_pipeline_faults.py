@@ -15,6 +15,7 @@ The class is graded by ``attncourse grade`` with 2 workers, and again by plain
 import copy
 import hashlib
 import json
+import re
 import sqlite3
 
 import nbformat
@@ -261,7 +262,9 @@ def test_faults_are_recorded_against_the_cell_that_caused_them(graded):
         assert {f["fault"] for f in faults if f["cell"] == PART} & kinds, (student, faults)
         assert all(f["cell"] == PART for f in faults), (student, faults)
     assert "no attention_variants.ipynb" in results["missing_notebook"].details
-    assert "NotJSONError" in results["malformed_json"].details
+    malformed = results["malformed_json"]
+    assert re.match(r"the file is not valid JSON at line \d+, column \d+ \(", malformed.details)
+    assert malformed.outcome == "unreadable" and "re-upload a notebook" in malformed.next_step
 
 
 def test_an_import_beyond_the_first_cell_costs_its_part_with_the_rule_named(graded):

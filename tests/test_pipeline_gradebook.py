@@ -22,7 +22,8 @@ from attncourse.gradebook import (
     save_autograde_results,
     write_assignment_definition,
 )
-from attncourse.pipeline import protections_of, status_of
+from attncourse.gradingsummary import protections_of
+from attncourse.pipeline import status_of
 from attncourse.runrecord import RunRecord
 from attncourse.worker.files import read_tree, write_tree
 from attncourse.worker.result import StudentResult

@@ -362,7 +362,7 @@ def test_an_assignment_without_a_release_is_an_error_that_says_so(tmp_path, caps
     with pytest.raises(SystemExit) as done:
         main(["similarity", ASSIGNMENT, "--course", str(tmp_path)])
     assert done.value.code == 2
-    assert "no release notebook" in capsys.readouterr().err
+    assert f"no assignment {ASSIGNMENT!r} in this course" in capsys.readouterr().err
 
 
 def test_the_page_says_what_was_discounted_and_greys_what_the_class_shares(tmp_path):

@@ -34,6 +34,7 @@ LAYERS = {
         "attncourse.parts",
         "attncourse.runrecord",
         "attncourse.status",
+        "attncourse.names",
         "attncourse.submissions",
         "attncourse.gradebook",
         "attncourse.roster",
@@ -52,6 +53,7 @@ LAYERS = {
     "nbgrader plugins": [
         "attncourse.preprocessors",
         "attncourse.tolerantexporter",
+        "attncourse.feedbackexporter",
         "attncourse.export",
         "attncourse.exchange",
         "attncourse.lms",
@@ -61,6 +63,7 @@ LAYERS = {
         "attncourse.worker",
         "attncourse.cluster",
         "attncourse.pipeline",
+        "attncourse.gradingsummary",
         "attncourse.autograde",
         "attncourse.demo",
         "attncourse.bench",

@@ -25,9 +25,12 @@ Autograde, run stage:
 * :mod:`~attncourse.preprocessors.recordgradingrun` — repairs, faults, protections and
   timings into the notebook;
 * :mod:`~attncourse.preprocessors.flagintegrity` — parts with findings flagged for review;
+* :mod:`~attncourse.preprocessors.flagnotgraded` — an unreadable or untouched notebook
+  flagged, every grade needing a look, the reason in a comment;
 * :mod:`~attncourse.preprocessors.insertmarkscheme` — the mark scheme under each written
   answer, for graders.
 
-Feedback: :mod:`~attncourse.preprocessors.hidehiddentests` — results and messages, no
-hidden test, traceback or mark scheme.
+Feedback: :mod:`~attncourse.preprocessors.feedbackstatus` — the submission's status, for
+the banner of one not graded; :mod:`~attncourse.preprocessors.hidehiddentests` — results
+and messages, no hidden test, traceback or mark scheme.
 """

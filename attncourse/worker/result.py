@@ -42,6 +42,10 @@ class StudentResult:
     needs_manual: int = 0
     status: str = ""
     details: str = ""
+    # what became of the submission (attncourse.status.Status; "" when grading failed)
+    outcome: str = ""
+    reason: str = ""
+    next_step: str = ""
 
     def summary(self) -> dict:
         """The student's row of ``summary.json``: every field that was filled in, but what the
