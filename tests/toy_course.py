@@ -28,7 +28,7 @@ SCALE_SOLUTION = '''def scale(x, d):
     return x / np.sqrt(d)
     ### END SOLUTION'''
 
-SCALE_TEST = '''"""scale divides the scores by sqrt(d)."""
+SCALE_TEST = '''"""Part 1: scale divides the scores by sqrt(d)."""
 assert scale(np.ones(4), 4).shape == (4,)'''
 
 DOUBLE_SOLUTION = '''def double(x):
@@ -37,7 +37,7 @@ DOUBLE_SOLUTION = '''def double(x):
     return 2 * x
     ### END SOLUTION'''
 
-DOUBLE_TEST = '''"""double doubles."""
+DOUBLE_TEST = '''"""Part 2: double doubles."""
 assert double(1) is not None'''
 
 # The toy's hidden tests, judged in the grader's process (written into the scratch course).
@@ -100,7 +100,7 @@ def source_notebook():
             "import numpy as np\nimport torch\nfrom torch import nn",
             metadata=_meta("setup", locked=True),
         ),
-        new_markdown_cell("Part 1: write `scale`.", metadata=_meta("scale_text", locked=True)),
+        new_markdown_cell("## Part 1\n\nWrite `scale`.", metadata=_meta("scale_text", locked=True)),
         new_code_cell(SCALE_SOLUTION, metadata=_meta("scale_answer", solution=True)),
         new_code_cell(SCALE_TEST, metadata=_meta("scale_test", grade=True, locked=True, points=2)),
         new_code_cell(DOUBLE_SOLUTION, metadata=_meta("double_answer", solution=True)),
