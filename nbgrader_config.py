@@ -112,10 +112,14 @@ c.GenerateFeedback.preprocessors = [
     # student output is shown as text, never run
     "attncourse.preprocessors.inertoutputs.InertOutputs",
     "nbgrader.preprocessors.GetGrades",
+    # the contents list names the parts; a written answer not graded yet is "awaiting grading"
+    "attncourse.preprocessors.partcontents.PartContents",
     # test results and messages, no hidden test, traceback or mark scheme
     "attncourse.preprocessors.hidehiddentests.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# The feedback page: nbgrader's, with the contents list and score lines of the course's template.
+c.GenerateFeedback.exporter_class = "attncourse.pagetemplates.FeedbackExporter"
 # formgrader's pages (and feedback): student output shown as text, Markdown rendered without script,
 # links and images that cannot reach the Jupyter server, math as MathML; nothing loaded from outside
 # (formgrader's MathJax comes from the Jupyter server, the feedback needs none).

@@ -11,12 +11,28 @@ Content-Security-Policy: formgrader's images only inline, its scripts, fonts and
 requests only from the server; the feedback no script at all.
 ``nbgrader_config.py`` calls :func:`use_offline_templates`, so plain nbgrader and
 the formgrader server both find them.
+
+The feedback page itself is the course's ``feedback/contents.html.j2``, which extends
+nbgrader's: its contents list names the parts and a written answer not graded yet reads
+"awaiting grading" (:mod:`attncourse.preprocessors.partcontents`). nbgrader renders feedback
+with ``GenerateFeedback.exporter_class``, :class:`FeedbackExporter` in the course's config.
 """
 
 import os
 from pathlib import Path
 
+from nbconvert.exporters import HTMLExporter
+from traitlets import default
+
 TEMPLATES = Path(__file__).with_name("templates")
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback exporter with the course's feedback page (``contents.html.j2``)."""
+
+    @default("template_file")
+    def _course_feedback(self):
+        return "contents.html.j2"
 
 
 def use_offline_templates(environ=os.environ) -> None:

@@ -143,3 +143,25 @@ def test_feedback_of_every_course_test_cell_keeps_only_the_visible_part(assignme
         after_end = before.source.partition("### END HIDDEN TESTS")[2]
         assert after.source.strip() == (visible + after_end).strip()
         assert after.outputs[0].traceback == ["GradingError: wrong"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy_course")
+def test_the_contents_name_the_parts_and_an_ungraded_written_answer_awaits_grading(feedback):
+    contents = re.search(r'<div id="toc">(.*?)</div>', feedback["perfect"], re.S).group(1)
+    entries = [
+        " ".join(re.sub(r"<[^>]+>", "", e).split())
+        for e in re.findall(r"<li.*?</li>", contents, re.S)
+    ]
+    assert entries == [
+        "Part 1 — scale divides the scores by sqrt(d) (2.0 / 2.0)",
+        "Part 2 — double doubles (1.0 / 1.0)",
+        "Part 1 — written (awaiting grading)",
+    ]
+    assert "Score: awaiting grading" in feedback["perfect"]
+    assert "Test cell" not in contents and "Written response" not in contents
+    # control: a written answer left as released is worth 0 at once, nothing to wait for
+    assert "Part 1 — written (0.0 / 2.0)" in " ".join(
+        re.sub(r"<[^>]+>", "", feedback["blank"]).split()
+    )
+    assert "awaiting grading" not in feedback["blank"]
