@@ -48,7 +48,9 @@ class PartContents(NbGraderPreprocessor):
                 label = (part.part if part else "") or gid
                 what = "written" if cell.cell_type == "markdown" else summary(cell.source)
                 try:
-                    grade = gb.find_grade(gid, info["notebook"], info["assignment"], info["student"])
+                    grade = gb.find_grade(
+                        gid, info["notebook"], info["assignment"], info["student"]
+                    )
                     awaiting = grade.needs_manual_grade and grade.manual_score is None
                     awaiting = awaiting and grade.auto_score is None  # a flagged test has one
                 except MissingEntry:
