@@ -359,11 +359,8 @@ def assignment_section(report):
     parts.append("<h3>Integrity findings</h3>")
     if report.findings:
         parts.append(_figure(findings_figure(report), "integrity findings"))
-        rows = [
-            (s, f.part or "", f.kind, f.detail, f.cell + 1, f.line or "")
-            for s, f in report.findings
-        ]
-        parts.append(_table(["student", "part", "kind", "detail", "cell", "line"], rows, (4, 5)))
+        rows = [(s, f.label or f.part or "", f.kind, f.detail, f.where) for s, f in report.findings]
+        parts.append(_table(["student", "part", "kind", "detail", "where"], rows))
     else:
         parts.append("<p>No integrity findings.</p>")
     if report.instance_matches:

@@ -34,13 +34,19 @@ class Finding:
     function: str = ""  # the def/class around it ("MyMHA.forward")
     place: str = ""  # "the answer cell", "a cell you added after Part 5"; "" for the notebook
 
+    @property
+    def where(self) -> str:
+        """ "`MyMHA.forward`, line 3 of the answer cell" ("" for the whole notebook)."""
+        if not self.place:
+            return ""
+        return pointer(Place(self.label, self.place), self.function, self.line)
+
     def describe(self) -> str:
-        """ "loop: ... [Part 5: `MyMHA.forward`, line 3 of the answer cell]"."""
+        """ "import: ... [Part 5: `MyMHA.forward`, line 3 of the answer cell]"."""
         if not self.place:
             return f"{self.kind}: {self.detail}"
         prefix = f"{self.label}: " if self.label else ""
-        where = pointer(Place(self.label, self.place), self.function, self.line)
-        return f"{self.kind}: {self.detail} [{prefix}{where}]"
+        return f"{self.kind}: {self.detail} [{prefix}{self.where}]"
 
 
 def scan_notebook(nb: NotebookNode, course: CourseNotebook) -> list[Finding]:

@@ -67,7 +67,7 @@ class RepairGradeCells(NbGraderPreprocessor):
                 if cell.cell_type == "code" and not cell.metadata.nbgrader.get("solution"):
                     # A copy of the course's own cell holds no work of the student's: emptied,
                     # it cannot run the course's test code as if the student had written it.
-                    cell.source = f"# a copy of the course's cell {gid}, emptied by the grader"
+                    cell.source = f"# a copy of {names.get(gid, gid)}, emptied by the grader"
                 del cell.metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
             name = names.get(gid, f"the cell `{gid}`")
             repairs.append(f"{name} appears {len(copies)} times; the last copy is graded")
