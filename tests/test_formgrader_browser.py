@@ -159,13 +159,16 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
         assert note.manual_comment == COMMENT
 
 
+# The message and every box up to its cell are no wider than they show, and it ends left of the
+# page's panel (other cells' code may scroll the page sideways: not the message's doing).
 FITS = """el => {
-    const panel = el.closest('.panel');
+    const cell = el.closest('div.cell'), panel = cell.closest('.panel');
     const chain = [];
-    for (let e = el; e && e !== panel.parentElement; e = e.parentElement)
+    for (let e = el; e !== cell.parentElement; e = e.parentElement)
         chain.push([e.className, e.scrollWidth, e.clientWidth]);
     const right = el.getBoundingClientRect().right, edge = panel.getBoundingClientRect().right;
-    return {fits: right <= edge && chain.every(([, s, w]) => s <= w), right, edge, chain};
+    const wide = chain.filter(([, s, w]) => s > w);
+    return {fits: right <= edge && wide.length === 0, right, edge, wide};
 }"""
 
 
