@@ -75,6 +75,12 @@ def place_of(cell: CodeCell) -> Place:
     return Place(cell.part, cell.place or "a cell you added")
 
 
+def leading_blank_lines(text: str) -> int:
+    """The blank lines IPython drops from the top of a cell before it parses it (add them back
+    to its line numbers to get the lines the student sees)."""
+    return text[: len(text) - len(text.lstrip())].count("\n")
+
+
 def enclosing_names(tree: ast.AST) -> dict[ast.AST, str]:
     """Every node of ``tree`` inside a ``def`` or ``class`` -> its qualified name
     ("MyMHA.forward"); a definition maps to its own name."""

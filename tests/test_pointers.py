@@ -207,3 +207,15 @@ def test_the_one_statement_rule_points_at_the_lines_of_the_answer():
 
 def rules_outputs():
     return ("W_K_MLA_hat", "W_V_MLA_hat", "W_Q_MLA_hat", "W_O_MLA_hat")
+
+
+def test_the_integrity_scan_counts_lines_as_the_student_sees_them():
+    release = nbformat.read(notebook_path(ROOT, "release", ASSIGNMENT), as_version=4)
+    course = CourseNotebook.from_notebook(release)
+    bad = "        torch.allclose = lambda *a, **k: True"
+    answer = "\n\n" + MHA.replace(SOFTMAX, bad + "\n" + SOFTMAX)
+    (finding,) = scan_notebook(solution_submission(ROOT, ASSIGNMENT, {"p5_mha": answer}), course)
+    assert (finding.function, finding.line) == ("MyMHA.forward", line_of(answer, bad.strip()))
+    timed = "%%time\n" + MHA.replace(SOFTMAX, bad + "\n" + SOFTMAX)  # scanned in the magic
+    (finding,) = scan_notebook(solution_submission(ROOT, ASSIGNMENT, {"p5_mha": timed}), course)
+    assert finding.line == line_of(timed, bad.strip())

@@ -13,7 +13,7 @@ from nbformat.notebooknode import NotebookNode
 from attncourse.cells import grade_id
 from attncourse.constants import METADATA_KEY
 from attncourse.integrity.coursenotebook import CourseNotebook, normalize
-from attncourse.integrity.scanner import parse, scan_source
+from attncourse.integrity.scanner import parse, python_tree, scan_source
 from attncourse.pointers import Place, cell_places, enclosing_name, pointer
 
 COMMENT_HEADER = "Integrity check:"
@@ -77,7 +77,7 @@ def scan_notebook(nb: NotebookNode, course: CourseNotebook) -> list[Finding]:
         for hit in hits:
             parts = [part] if ref is not None else _parts_affected(source, hit[1], uses, part)
             place = places[index]
-            function = enclosing_name(parse(source), hit[1])
+            function = enclosing_name(python_tree(source), hit[1])
             findings += [
                 Finding(index, gid, p, *hit, place.part, function, place.cell) for p in parts
             ]

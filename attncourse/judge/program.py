@@ -16,7 +16,14 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from attncourse.cells import CodeCell
 from attncourse.judge.libraries import CODE_MAGICS, DEFINITIONS, FIRST_CELL, FUNCTIONS, INERT_MAGICS
-from attncourse.pointers import Place, enclosing_names, located, place_of, pointer
+from attncourse.pointers import (
+    Place,
+    enclosing_names,
+    leading_blank_lines,
+    located,
+    place_of,
+    pointer,
+)
 
 _transform = TransformerManager().transform_cell
 
@@ -65,8 +72,7 @@ def python_source(text):
         tree = _MagicCode().visit(ast.parse(_transform(text)))
     except (SyntaxError, ValueError):
         return None
-    # IPython drops a cell's leading blank lines: lines count from the cell's own first line
-    return ast.increment_lineno(tree, text[: len(text) - len(text.lstrip())].count("\n"))
+    return ast.increment_lineno(tree, leading_blank_lines(text))  # the cell's own lines
 
 
 def magic_call(node):
