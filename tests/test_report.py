@@ -86,7 +86,11 @@ def test_report_has_every_figure_and_table(course):
     assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in pngs.values())
     assert "<td>divides by d instead of sqrt(d)</td>" in page  # the mistake the class made
     assert re.search(r"<td>scale_test</td><td class=\"num\">2/5</td>", page)
-    assert re.search(r"<td>tamper</td><td>double_answer</td><td>rebinding</td>", page)
+    assert re.search(
+        r"<td>tamper</td><td>Part 2</td><td>rebinding</td><td>[^<]*</td>"
+        r"<td>line \d+ of the answer cell</td>",
+        page,
+    )
     assert "<td>locked cell edited</td>" in page
     assert "execution time recorded in the autograded notebooks" in page
     flagged = re.findall(r"<tr><td>(\w+)</td><td>integrity: [^<]+</td></tr>", page)
