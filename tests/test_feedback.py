@@ -23,6 +23,7 @@ from attncourse.markscheme import (
     with_mark_schemes,
 )
 from attncourse.preprocessors.hidehiddentests import HideHiddenTests, reduce_outputs
+from attncourse.preprocessors.partcontents import summary
 from attncourse.submissions import solution_submission
 
 HIDDEN_LINES = [
@@ -165,3 +166,23 @@ def test_the_contents_name_the_parts_and_an_ungraded_written_answer_awaits_gradi
         re.sub(r"<[^>]+>", "", feedback["blank"]).split()
     )
     assert "awaiting grading" not in feedback["blank"]
+
+
+@pytest.mark.parametrize(
+    ("docstring", "words"),
+    [
+        (
+            "Part 5: MyMHA.forward on a case you can check by hand (the grader compares with a "
+            "per-head loop).",
+            "MyMHA.forward on a case you can check by hand",
+        ),
+        (
+            "Part 3: softmax_argument returns one logit per key position, shape (L_2,).",
+            "softmax_argument returns one logit per key position, shape (L_2,)",
+        ),
+        ("Q1(a): x is 0.5, e.g. 1/2. Then more.", "x is 0.5, e.g. 1/2"),
+        ("scale divides the scores by sqrt(d).", "scale divides the scores by sqrt(d)"),
+    ],
+)
+def test_the_contents_say_what_a_test_checks_in_its_docstrings_first_sentence(docstring, words):
+    assert summary(f'"""{docstring}"""\nassert True') == words

@@ -18,7 +18,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attncourse.cells import grade_id
 from attncourse.constants import METADATA_KEY
-from attncourse.parts import cell_parts
+from attncourse.parts import cell_parts, docstring_label
 
 
 def summary(source: str) -> str:
@@ -26,9 +26,11 @@ def summary(source: str) -> str:
     check by hand (the grader ...)." -> "MyMHA.forward on a case you can check by hand"."""
     match = re.match(r'\s*(?:"""|\'\'\')(.*?)(?:"""|\'\'\')', source, re.S)
     text = " ".join(match.group(1).split()) if match else ""
-    text = text.split(":", 1)[1] if ":" in text else text
-    text = re.split(r"\s\(|\.(?:\s|$)", text.strip(), maxsplit=1)[0]
-    return text.rstrip(".").strip()
+    label = docstring_label(source)
+    if label and text.startswith(label):
+        text = text[len(label) :].lstrip(":")
+    sentence = re.split(r"\.\s+(?=[A-Z])", text.strip(), maxsplit=1)[0].rstrip(".")
+    return re.sub(r"\s+\([a-z][^()]* [^()]*\)$", "", sentence).strip()  # a closing aside goes
 
 
 class PartContents(NbGraderPreprocessor):
