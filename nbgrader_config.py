@@ -116,11 +116,14 @@ c.GenerateFeedback.preprocessors = [
     # the submission's status: a not-graded one gets a banner (reason, next step), not a page of zeros
     "attncourse.preprocessors.feedbackstatus.FeedbackStatus",
     "nbgrader.preprocessors.GetGrades",
+    # the contents list names the parts; a written answer not graded yet is "awaiting grading"
+    "attncourse.preprocessors.partcontents.PartContents",
     # test results and messages, no hidden test, traceback or mark scheme
     "attncourse.preprocessors.hidehiddentests.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-# nbgrader's feedback template, its body replaced by that banner for a submission not graded.
+# The feedback page: nbgrader's, with a contents list and score lines that name the parts, and a
+# banner (reason, next step) instead of a page of zeros for a submission that was not graded.
 c.GenerateFeedback.exporter_class = "attncourse.feedbackexporter.FeedbackExporter"
 # formgrader's pages (and feedback): student output shown as text, Markdown rendered without script,
 # links and images that cannot reach the Jupyter server, math as MathML; nothing loaded from outside

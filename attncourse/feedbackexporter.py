@@ -2,8 +2,9 @@
 or a banner for a submission that was not graded.
 
 nbgrader renders its ``feedback`` template; this exporter renders the course's
-``templates/nbconvert/templates/feedback/notgraded.html.j2`` instead, which extends
-nbgrader's page and changes only its ``body`` block (:mod:`attncourse.pagetemplates` puts
+``templates/nbconvert/templates/feedback/notgraded.html.j2`` instead, which extends the
+course's ``contents.html.j2`` (nbgrader's page, its contents list naming the parts) and
+changes only its ``body`` block (:mod:`attncourse.pagetemplates` puts
 the course's templates on the path).
 """
 

@@ -11,6 +11,12 @@ Content-Security-Policy: formgrader's images only inline, its scripts, fonts and
 requests only from the server; the feedback no script at all.
 ``nbgrader_config.py`` calls :func:`use_offline_templates`, so plain nbgrader and
 the formgrader server both find them.
+
+The feedback page itself is the course's ``feedback/contents.html.j2``, which extends
+nbgrader's: its contents list names the parts and a written answer not graded yet reads
+"awaiting grading" (:mod:`attncourse.preprocessors.partcontents`). nbgrader renders feedback
+with ``GenerateFeedback.exporter_class``:
+:class:`attncourse.feedbackexporter.FeedbackExporter` in the course's config.
 """
 
 import os

@@ -124,7 +124,9 @@ def _status(result, record):
     if record.unreadable:
         return "unreadable", record.unreadable
     if record.faults:
-        return "faults", "; ".join(f"{f['fault']} in {f['cell']}" for f in record.faults)
+        return "faults", "; ".join(
+            f"{f['fault']} in {f.get('where') or f['cell']}" for f in record.faults
+        )
     if record.repairs:
         return "repaired", "; ".join(record.repairs)
     return "ok", ""

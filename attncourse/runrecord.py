@@ -22,7 +22,8 @@ class RunRecord:
     repairs: list[str] = field(default_factory=list)  # grade cells put back, and how
     refused_files: list[str] = field(default_factory=list)  # links and special files removed
     unreadable: str | None = None  # why the submitted file could not be read as a notebook
-    faults: list[dict] = field(default_factory=list)  # {"cell": grade_id, "fault": kind}
+    # {"cell": grade_id ("" for a cell the student added), "where": the cell in words, "fault"}
+    faults: list[dict] = field(default_factory=list)
     timing: dict[str, float] = field(
         default_factory=dict
     )  # kernel_ready_s, execute_s, judge_s, requests

@@ -41,11 +41,12 @@ import nbformat
 from cellrun import run_cell
 
 from attncourse.autograde import autograde_submissions
-from attncourse.cells import code_cells, grade_id, is_answer, is_test_cell, student_sources
+from attncourse.cells import grade_id, is_answer, is_test_cell, student_sources
 from attncourse.course import ROOT, notebook_path
 from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
+from attncourse.pointers import located_cells
 from attncourse.submissions import solution_submission
 
 
@@ -258,7 +259,7 @@ def run_under_secrets(assignment, answers, tests, secrets, inserted=""):
         nb.cells.insert(1, nbformat.v4.new_code_cell(inserted))
     registry = verdict.checks_of(assignment)
     ns = {"__name__": "__main__"}
-    student = StudentNamespace(Session(LocalChannel(ns)), code_cells(nb))
+    student = StudentNamespace(Session(LocalChannel(ns)), located_cells(nb))
     place = {id(cell): index for index, cell in enumerate(nb.cells)}
     results = {}
     with contextlib.redirect_stdout(io.StringIO()):

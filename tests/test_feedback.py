@@ -23,6 +23,7 @@ from attncourse.markscheme import (
     with_mark_schemes,
 )
 from attncourse.preprocessors.hidehiddentests import HideHiddenTests, reduce_outputs
+from attncourse.preprocessors.partcontents import summary
 from attncourse.submissions import solution_submission
 
 HIDDEN_LINES = [
@@ -143,3 +144,45 @@ def test_feedback_of_every_course_test_cell_keeps_only_the_visible_part(assignme
         after_end = before.source.partition("### END HIDDEN TESTS")[2]
         assert after.source.strip() == (visible + after_end).strip()
         assert after.outputs[0].traceback == ["GradingError: wrong"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy_course")
+def test_the_contents_name_the_parts_and_an_ungraded_written_answer_awaits_grading(feedback):
+    contents = re.search(r'<div id="toc">(.*?)</div>', feedback["perfect"], re.S).group(1)
+    entries = [
+        " ".join(re.sub(r"<[^>]+>", "", e).split())
+        for e in re.findall(r"<li.*?</li>", contents, re.S)
+    ]
+    assert entries == [
+        "Part 1 — scale divides the scores by sqrt(d) (2.0 / 2.0)",
+        "Part 2 — double doubles (1.0 / 1.0)",
+        "Part 1 — written (awaiting grading)",
+    ]
+    assert "Score: awaiting grading" in feedback["perfect"]
+    assert "Test cell" not in contents and "Written response" not in contents
+    # control: a written answer left as released is worth 0 at once, nothing to wait for
+    assert "Part 1 — written (0.0 / 2.0)" in " ".join(
+        re.sub(r"<[^>]+>", "", feedback["blank"]).split()
+    )
+    assert "awaiting grading" not in feedback["blank"]
+
+
+@pytest.mark.parametrize(
+    ("docstring", "words"),
+    [
+        (
+            "Part 5: MyMHA.forward on a case you can check by hand (the grader compares with a "
+            "per-head loop).",
+            "MyMHA.forward on a case you can check by hand",
+        ),
+        (
+            "Part 3: softmax_argument returns one logit per key position, shape (L_2,).",
+            "softmax_argument returns one logit per key position, shape (L_2,)",
+        ),
+        ("Q1(a): x is 0.5, e.g. 1/2. Then more.", "x is 0.5, e.g. 1/2"),
+        ("scale divides the scores by sqrt(d).", "scale divides the scores by sqrt(d)"),
+    ],
+)
+def test_the_contents_say_what_a_test_checks_in_its_docstrings_first_sentence(docstring, words):
+    assert summary(f'"""{docstring}"""\nassert True') == words

@@ -29,7 +29,7 @@ from nbgrader.api import Gradebook
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path, scratch_course
 from attncourse.formgrader import running
 from attncourse.gradebook import db_url
-from attncourse.submissions import solution_submission, write_submission
+from attncourse.submissions import solution_answers, solution_submission, write_submission
 from attncourse.workload import manual_cells, workload_table
 
 ASSIGNMENT = "attention_variants"
@@ -44,6 +44,12 @@ HOSTILE_TAIL = (
     "So the argument holds for every head."
 )
 COMMENT = "Equality is right; say why repeating rows leaves the row space unchanged."
+# alice's Part 5 softmax goes row by row: its no-loop test fails with the judge's longest lines.
+SOFTMAX = "        alpha = logits.softmax(dim=-1)"
+LOOPY = "        alpha = torch.stack([row.softmax(dim=-1) for row in logits.unbind(1)], 1)"
+MHA = solution_answers(nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4))[
+    "p5_mha"
+]
 MANUAL_SCORE = 1.5
 
 
@@ -66,7 +72,8 @@ def graded_course(tmp_path_factory):
     nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course, quiet=True)
     source = nbformat.read(notebook_path(course, "source", ASSIGNMENT), as_version=4)
     written = manual_cells(source)[0].grade_id
-    nb = solution_submission(course, ASSIGNMENT, {written: STUDENT_ANSWER + HOSTILE_TAIL})
+    answers = {written: STUDENT_ANSWER + HOSTILE_TAIL, "p5_mha": MHA.replace(SOFTMAX, LOOPY)}
+    nb = solution_submission(course, ASSIGNMENT, answers)
     write_submission(course, STUDENT, ASSIGNMENT, nb)
     nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, quiet=True)
     cell = next(
@@ -150,6 +157,68 @@ def test_grader_scores_and_comments_a_written_answer_in_formgrader(graded_course
         assert not grade.needs_manual_grade
         note = gb.find_comment(written, ASSIGNMENT, ASSIGNMENT, STUDENT)
         assert note.manual_comment == COMMENT
+
+
+# The message and every box up to its cell are no wider than they show, and it ends left of the
+# page's panel (other cells' code may scroll the page sideways: not the message's doing).
+FITS = """el => {
+    const cell = el.closest('div.cell'), panel = cell.closest('.panel');
+    const chain = [];
+    for (let e = el; e !== cell.parentElement; e = e.parentElement)
+        chain.push([e.className, e.scrollWidth, e.clientWidth]);
+    const right = el.getBoundingClientRect().right, edge = panel.getBoundingClientRect().right;
+    const wide = chain.filter(([, s, w]) => s > w);
+    return {fits: right <= edge && wide.length === 0, right, edge, wide};
+}"""
+
+
+def long_message(page):
+    """The failing no-loop test's message (alice's Part 5) in a formgrader or feedback page."""
+    anchor = "[id='p5_mha_no_loops_test'], a[name='p5_mha_no_loops_test']"  # formgrader, feedback
+    test_cell = page.locator("div.cell", has=page.locator(anchor))
+    return test_cell.locator("div.output_error pre").first
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_long_messages_wrap_and_the_feedback_names_the_parts(graded_course, tmp_path):
+    """A GradingError line wraps inside its cell in formgrader and in the feedback (the control:
+    the same page without the course's style overflows), and the feedback's contents list names
+    the parts and says "awaiting grading" for the written answers no grader has marked."""
+    ensure_chromium()
+    from playwright.sync_api import expect
+
+    course, source, written, _ = graded_course
+    nbgrader("generate_feedback", ASSIGNMENT, "--force", cwd=course, quiet=True)
+    feedback = course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    with browsing(course, tmp_path / "wrap") as (page, base):
+        page.set_viewport_size({"width": 800, "height": 900})  # half a laptop screen
+        with closing(Gradebook(db_url(course), "attention")) as gb:
+            sid = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, STUDENT).id
+        page.goto(f"{base}/formgrader/submissions/{sid}")
+        message = long_message(page)
+        line = next(i for i, text in enumerate(MHA.splitlines(), 1) if SOFTMAX in text)
+        expect(message).to_contain_text(
+            f"Part 5: a list comprehension in `MyMHA.forward`, line {line} of the answer cell"
+        )
+        measured = message.evaluate(FITS)
+        assert measured["fits"], measured
+        page.evaluate("() => document.getElementById('attncourse-wrap').remove()")
+        assert not message.evaluate(FITS)["fits"], "control: without the course's style it is cut"
+
+        page.goto(feedback.as_uri())
+        measured = long_message(page).evaluate(FITS)
+        assert measured["fits"], measured
+        entries = [" ".join(e.split()) for e in page.locator("#toc li").all_inner_texts()]
+        assert "Part 5 — MyMHA.forward on a case you can check by hand (5.0 / 5.0)" in entries
+        assert any(
+            e.startswith("Part 5 — MyMHA uses no loop") and "(0.0 / 2.0)" in e for e in entries
+        )
+        waiting = [e for e in entries if e.endswith("— written (awaiting grading)")]
+        manual = [c for c in manual_cells(source) if c.grade_id != written]  # graded above
+        assert len(waiting) >= len(manual) > 0, entries
+        assert not [e for e in entries if e.startswith(("Test cell", "Written response"))]
+        assert "Score: awaiting grading" in page.locator("body").inner_text()
 
 
 def test_readme_states_the_manual_grading_workload():

@@ -261,6 +261,8 @@ def test_faults_are_recorded_against_the_cell_that_caused_them(graded):
         faults = results[student].record.faults
         assert {f["fault"] for f in faults if f["cell"] == PART} & kinds, (student, faults)
         assert all(f["cell"] == PART for f in faults), (student, faults)
+        assert all(f["where"] == f"the answer cell of Part 4 (`{PART}`)" for f in faults)
+        assert f"in the answer cell of Part 4 (`{PART}`)" in results[student].details
     assert "no attention_variants.ipynb" in results["missing_notebook"].details
     malformed = results["malformed_json"]
     assert re.match(r"the file is not valid JSON at line \d+, column \d+ \(", malformed.details)
@@ -278,7 +280,13 @@ def test_an_import_beyond_the_first_cell_costs_its_part_with_the_rule_named(grad
 
 def test_a_test_cell_marked_as_a_solution_is_repaired_and_graded(graded):
     record = graded["results"]["test_cell_marked_solution"].record
-    assert any("p5_mha_values_test" in r and "solution" in r for r in record.repairs), record
+    assert any(
+        r.startswith(
+            "restored the nbgrader flags of the test cell of Part 5 (`p5_mha_values_test`)"
+        )
+        and "solution" in r
+        for r in record.repairs
+    ), record
 
 
 def test_a_forged_record_is_dropped_and_the_graders_own_is_kept(graded):

@@ -32,6 +32,7 @@ LAYERS = {
         "attncourse.course",
         "attncourse.cells",
         "attncourse.parts",
+        "attncourse.pointers",
         "attncourse.runrecord",
         "attncourse.status",
         "attncourse.names",

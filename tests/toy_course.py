@@ -100,7 +100,7 @@ def source_notebook():
             "import numpy as np\nimport torch\nfrom torch import nn",
             metadata=_meta("setup", locked=True),
         ),
-        new_markdown_cell("Part 1: write `scale`.", metadata=_meta("scale_text", locked=True)),
+        new_markdown_cell("## Part 1\n\nWrite `scale`.", metadata=_meta("scale_text", locked=True)),
         new_code_cell(SCALE_SOLUTION, metadata=_meta("scale_answer", solution=True)),
         new_code_cell(SCALE_TEST, metadata=_meta("scale_test", grade=True, locked=True, points=2)),
         new_code_cell(DOUBLE_SOLUTION, metadata=_meta("double_answer", solution=True)),

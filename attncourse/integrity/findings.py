@@ -13,26 +13,40 @@ from nbformat.notebooknode import NotebookNode
 from attncourse.cells import grade_id
 from attncourse.constants import METADATA_KEY
 from attncourse.integrity.coursenotebook import CourseNotebook, normalize
-from attncourse.integrity.scanner import parse, scan_source
+from attncourse.integrity.scanner import parse, python_tree, scan_source
+from attncourse.pointers import Place, cell_places, enclosing_name, pointer
 
 COMMENT_HEADER = "Integrity check:"
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One integrity finding: where it is, which part it costs, what it is."""
+    """One integrity finding: where it is (as the student sees it: :mod:`attncourse.pointers`),
+    which part it costs, what it is."""
 
-    cell: int
+    cell: int  # the cell's index in the notebook (never in a message)
     grade_id: str | None
-    part: str | None
+    part: str | None  # the grade id of the answer whose part it costs
     kind: str
-    line: int | None
+    line: int | None  # in the cell's own source, 1-based
     detail: str
+    label: str = ""  # the part of the cell it is in ("Part 5"); "" for a cell of no part
+    function: str = ""  # the def/class around it ("MyMHA.forward")
+    place: str = ""  # "the answer cell", "a cell you added after Part 5"; "" for the notebook
+
+    @property
+    def where(self) -> str:
+        """ "`MyMHA.forward`, line 3 of the answer cell" ("" for the whole notebook)."""
+        if not self.place:
+            return ""
+        return pointer(Place(self.label, self.place), self.function, self.line)
 
     def describe(self) -> str:
-        where = f"cell {self.cell + 1}" + (f" ({self.grade_id})" if self.grade_id else "")
-        line = f", line {self.line}" if self.line else ""
-        return f"{self.kind}: {self.detail} [{where}{line}]"
+        """ "import: ... [Part 5: `MyMHA.forward`, line 3 of the answer cell]"."""
+        if not self.place:
+            return f"{self.kind}: {self.detail}"
+        prefix = f"{self.label}: " if self.label else ""
+        return f"{self.kind}: {self.detail} [{prefix}{self.where}]"
 
 
 def scan_notebook(nb: NotebookNode, course: CourseNotebook) -> list[Finding]:
@@ -46,6 +60,7 @@ def scan_notebook(nb: NotebookNode, course: CourseNotebook) -> list[Finding]:
     findings = []
     part = course.first_part
     uses = _names_used_by_answers(nb, course)
+    places = cell_places(nb)
     for index, cell in enumerate(nb.cells):
         gid = grade_id(cell)
         ref = course.cells.get(gid)
@@ -61,7 +76,11 @@ def scan_notebook(nb: NotebookNode, course: CourseNotebook) -> list[Finding]:
             hits = scan_source(source, course.protected, course.allowed_imports)
         for hit in hits:
             parts = [part] if ref is not None else _parts_affected(source, hit[1], uses, part)
-            findings += [Finding(index, gid, p, *hit) for p in parts]
+            place = places[index]
+            function = enclosing_name(python_tree(source), hit[1])
+            findings += [
+                Finding(index, gid, p, *hit, place.part, function, place.cell) for p in parts
+            ]
     return findings
 
 

@@ -11,6 +11,8 @@ import tokenize
 
 from IPython.core.inputtransformer2 import TransformerManager
 
+from attncourse.pointers import leading_blank_lines
+
 BASE_PROTECTED = {
     "torch",
     "np",
@@ -83,11 +85,17 @@ SAFE_MAGICS = {"time", "timeit", "capture", "matplotlib"}
 
 def scan_source(source, protected=frozenset(BASE_PROTECTED), allowed_imports=frozenset()):
     """``(kind, line, detail)`` for every rule the code in one cell breaks."""
+    tree = python_tree(source)
+    if tree is None:
+        return _scan_tokens(_to_python(source) or source, protected)
+    return _Scanner(set(protected), set(allowed_imports)).scan(tree)
+
+
+def python_tree(source):
+    """The cell as IPython would run it, parsed, its lines the ones the student sees; or None."""
     python = _to_python(source)
     tree = parse(python) if python is not None else None
-    if tree is None:
-        return _scan_tokens(python or source, protected)
-    return _Scanner(set(protected), set(allowed_imports)).scan(tree)
+    return ast.increment_lineno(tree, leading_blank_lines(source)) if tree is not None else None
 
 
 def _to_python(source):
@@ -373,8 +381,10 @@ class _Scanner(ast.NodeVisitor):
             return
         code = args[-1] if len(args) > 1 else None
         if isinstance(code, str):
-            for kind, _line, detail in scan_source(code, self.protected, self.allowed_imports):
-                self.findings.append((kind, node.lineno, f"{detail} (in %{magic})"))
+            below = node.func.attr == "run_cell_magic"  # its code starts on the next line
+            for kind, line, detail in scan_source(code, self.protected, self.allowed_imports):
+                at = node.lineno - 1 + below + line if line else node.lineno
+                self.findings.append((kind, at, f"{detail} (in %{magic})"))
 
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "|=", "&=", ":="}

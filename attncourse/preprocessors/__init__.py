@@ -30,7 +30,12 @@ Autograde, run stage:
 * :mod:`~attncourse.preprocessors.insertmarkscheme` — the mark scheme under each written
   answer, for graders.
 
-Feedback: :mod:`~attncourse.preprocessors.feedbackstatus` — the submission's status, for
-the banner of one not graded; :mod:`~attncourse.preprocessors.hidehiddentests` — results
-and messages, no hidden test, traceback or mark scheme.
+Feedback:
+
+* :mod:`~attncourse.preprocessors.feedbackstatus` — the submission's status, for the banner
+  of one not graded;
+* :mod:`~attncourse.preprocessors.partcontents` — the contents list names the parts; a written
+  answer not graded yet is "awaiting grading";
+* :mod:`~attncourse.preprocessors.hidehiddentests` — results and messages, no hidden test,
+  traceback or mark scheme.
 """

@@ -17,6 +17,8 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from attncourse.cells import grade_id
+from attncourse.pointers import cell_places
 from attncourse.runrecord import RunRecord
 
 
@@ -33,7 +35,7 @@ class RepairGradeCells(NbGraderPreprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
     ) -> tuple[NotebookNode, ResourcesDict]:
-        reference = self._reference(resources)
+        reference, names = self._reference(resources)
         if not reference:
             return nb, resources
         repairs = []
@@ -54,20 +56,21 @@ class RepairGradeCells(NbGraderPreprocessor):
             match = self._match(nb.cells, lo, hi, ref)
             if match is not None:
                 nb.cells[match].metadata["nbgrader"] = copy.deepcopy(ref.metadata.nbgrader)
-                repairs.append(f"restored the nbgrader metadata of cell {gid}")
+                repairs.append(f"restored the nbgrader metadata of {names[gid]}")
             else:
                 nb.cells.insert(lo + 1, self._fresh(ref))
-                repairs.append(f"restored deleted cell {gid}")
-        repairs += self._restore_flags(nb, dict(reference))
+                repairs.append(f"restored the deleted {names[gid]}")
+        repairs += self._restore_flags(nb, dict(reference), names)
         for gid, copies in self._duplicates(nb).items():
             for i in copies[:-1]:
                 cell = nb.cells[i]
                 if cell.cell_type == "code" and not cell.metadata.nbgrader.get("solution"):
                     # A copy of the course's own cell holds no work of the student's: emptied,
                     # it cannot run the course's test code as if the student had written it.
-                    cell.source = f"# a copy of the course's cell {gid}, emptied by the grader"
+                    cell.source = f"# a copy of {names.get(gid, gid)}, emptied by the grader"
                 del cell.metadata["nbgrader"]  # a plain cell now: it runs, it is not graded
-            repairs.append(f"cell {gid} appears {len(copies)} times; the last copy is graded")
+            name = names.get(gid, f"the cell `{gid}`")
+            repairs.append(f"{name} appears {len(copies)} times; the last copy is graded")
         for message in repairs:
             self.log.warning("%s: %s", resources["nbgrader"].get("student"), message)
         if repairs:
@@ -78,7 +81,7 @@ class RepairGradeCells(NbGraderPreprocessor):
 
     FLAGS = ("grade", "solution", "locked", "points", "task")
 
-    def _restore_flags(self, nb, reference):
+    def _restore_flags(self, nb, reference, names):
         """A grade or locked cell's flags (and kind) are the gradebook's: a test cell marked as a
         solution, unlocked or given other points by the student is put back, and graded."""
         repairs = []
@@ -91,14 +94,14 @@ class RepairGradeCells(NbGraderPreprocessor):
                 nb.cells[index] = self._fresh(ref)
                 if ref.metadata.nbgrader.get("solution"):  # the student's answer is kept
                     nb.cells[index].source = cell.source
-                repairs.append(f"cell {gid} was turned into a {cell.cell_type} cell; restored")
+                repairs.append(f"{names[gid]} was turned into a {cell.cell_type} cell; restored")
                 continue
             mine, want = cell.metadata.nbgrader, ref.metadata.nbgrader
             changed = [k for k in self.FLAGS if mine.get(k) != want.get(k)]
             if changed:
                 cell.metadata["nbgrader"] = copy.deepcopy(want)
                 repairs.append(
-                    f"restored the nbgrader flags of cell {gid} (the submission changed "
+                    f"restored the nbgrader flags of {names[gid]} (the submission changed "
                     f"{', '.join(changed)})"
                 )
         return repairs
@@ -154,7 +157,8 @@ class RepairGradeCells(NbGraderPreprocessor):
         return cell
 
     def _reference(self, resources):
-        """[(grade_id, release cell)] in release order, with the gradebook's source for each."""
+        """[(grade_id, release cell)] in release order, with the gradebook's source for each,
+        and grade_id -> the cell's name ("the answer cell of Part 5 (`mha_values`)")."""
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=self.config)
         for folder in (coursedir.release_directory, coursedir.source_directory):
@@ -165,8 +169,14 @@ class RepairGradeCells(NbGraderPreprocessor):
                 break
         else:
             self.log.warning("No release notebook for %s: cannot repair cells", info["assignment"])
-            return []
+            return [], {}
         reference = []
+        places = cell_places(release)
+        names = {
+            gid: f"{places[index].name} (`{gid}`)"
+            for index, gid in enumerate(map(grade_id, release.cells))
+            if gid
+        }
         with Gradebook(info["db_url"]) as gb:
             for cell in release.cells:
                 gid = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -179,4 +189,4 @@ class RepairGradeCells(NbGraderPreprocessor):
                 cell = copy.deepcopy(cell)
                 cell.source = source.source
                 reference.append((gid, cell))
-        return reference
+        return reference, names

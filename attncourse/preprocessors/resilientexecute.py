@@ -27,11 +27,12 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Float, Integer, Unicode, default
 
 from attncourse import constants
-from attncourse.cells import code_cells, is_test_cell
+from attncourse.cells import is_test_cell
 from attncourse.constants import EXAMPLE_STUDENT, METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.judge.channel import PipeChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
+from attncourse.pointers import cell_places, located_cells
 from attncourse.roster import roster_reader
 from attncourse.runrecord import RunRecord
 from attncourse.sandbox import sparekernel
@@ -201,9 +202,10 @@ class ResilientExecute(Execute):
         self._judge_s = 0.0
         student = resources.get("nbgrader", {}).get("student") or EXAMPLE_STUDENT
         self._session = Session(self._channel)
+        self._places = cell_places(nb)
         self._ns = StudentNamespace(
             self._session,
-            code_cells(nb),
+            located_cells(nb),
             student,
             roster=roster_reader(resources.get("nbgrader", {}).get("db_url")),
             matches=self._record.instance_matches,  # classmates' numbers, for the report
@@ -363,13 +365,18 @@ class ResilientExecute(Execute):
             self._fault(cell, index, "timeout")  # interrupted: the kernel lives on
         return cell, self.resources
 
-    @staticmethod
-    def _name(cell, index):
-        return cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+    def _name(self, cell, index):
+        """The cell as people find it: "the answer cell of Part 5 (`p5_mha`)", "a cell you
+        added after Part 5"."""
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        name = self._places[index].name
+        return f"{name} (`{gid}`)" if gid else name
 
     def _fault(self, cell, index, kind):
-        self._record.faults.append({"cell": self._name(cell, index), "fault": kind})
-        self.log.warning("%s in %s", kind, self._name(cell, index))
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
+        where = self._name(cell, index)
+        self._record.faults.append({"cell": gid, "where": where, "fault": kind})
+        self.log.warning("%s in %s", kind, where)
 
     def _fresh_kernel_without(self, cell, index, fault):
         """Record ``fault`` and go on in a new kernel that has run the cells up to ``index``

@@ -166,8 +166,10 @@ def integrity(report: AssignmentReport, names: dict[str, str]) -> list[str]:
         out.append(
             figure(figures.findings_figure(report), "integrity findings and unverifiable rules")
         )
-        rows = [(names.get(s, s), f.part or "", f.kind, f.detail, f.line or "") for s, f in once]
-        out.append(table(["student", "part", "kind", "detail", "line"], rows, (4,)))
+        rows = [
+            (names.get(s, s), f.label or f.part or "", f.kind, f.detail, f.where) for s, f in once
+        ]
+        out.append(table(["student", "part", "kind", "detail", "where"], rows))
     else:
         out.append("<p>No integrity findings.</p>")
     if report.instance_matches:
