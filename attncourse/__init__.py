@@ -42,6 +42,7 @@ Course files and notebooks
     ``cells``         what a cell is (grade id, answer, test)
     ``parts``         the part each cell belongs to ("Part 5", "Q3(b)"): one vocabulary for all
     ``pointers``      where a message points, as the student sees it: part, function, line
+    ``pointing``      the words of those pointers: pure functions, shipped with the students' prover
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
     ``status``        what became of a submission: graded, or untouched, unreadable, missing
     ``submissions``   submissions built from the release (solution, named mistakes)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 
+from attncourse import pointing
 from attncourse.cells import CodeCell, grade_id, is_answer, is_test_cell
 from attncourse.course import ROOT, assignments, notebook_path
 from attncourse.judge import verdict
@@ -91,6 +92,7 @@ def _relative(text: str) -> str:
     """A judge module's text as a module of the shipped package."""
     text = text.replace("from attncourse.judge.checks import", "from .failure import")
     text = text.replace("from attncourse.cells import", "from .cells import")
+    text = text.replace("from attncourse.pointing import", "from .pointing import")
     text = text.replace("from attncourse.judge import", "from . import")
     text = re.sub(r"from attncourse\.judge\.(\w+) import", r"from .\1 import", text)
     text = text.replace("attncourse.judge.", f"{PACKAGE}.").replace("attncourse", PACKAGE)
@@ -133,6 +135,7 @@ def prover_files(assignment: str, root=ROOT) -> dict[str, str]:
         + "\n\n"
         + inspect.getsource(fail)
     )
+    files["pointing.py"] = HEADER + Path(pointing.__file__).read_text()
     files["cells.py"] = (
         f'{HEADER}"""A code cell as the rules read it."""\n\nfrom dataclasses import dataclass\n\n\n'
         + inspect.getsource(CodeCell)

@@ -19,7 +19,8 @@ from attncourse.judge import rules
 from attncourse.judge.checks import GradingError
 from attncourse.judge.program import Program
 from attncourse.judge.resolve import reach
-from attncourse.pointers import Place, cell_places, located, located_cells, pointer
+from attncourse.pointers import cell_places, located_cells
+from attncourse.pointing import Place, located, pointer
 from attncourse.preprocessors.repairgradecells import RepairGradeCells
 from attncourse.preprocessors.resilientexecute import ResilientExecute
 from attncourse.runrecord import RunRecord

@@ -248,6 +248,7 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
         "failure.py",
         "history.py",
         "libraries.py",
+        "pointing.py",
         "program.py",
         "resolve.py",
         "rules.py",

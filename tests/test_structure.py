@@ -32,6 +32,7 @@ LAYERS = {
         "attncourse.course",
         "attncourse.cells",
         "attncourse.parts",
+        "attncourse.pointing",
         "attncourse.pointers",
         "attncourse.runrecord",
         "attncourse.status",

@@ -14,7 +14,8 @@ from attncourse.cells import grade_id
 from attncourse.constants import METADATA_KEY
 from attncourse.integrity.coursenotebook import CourseNotebook, normalize
 from attncourse.integrity.scanner import parse, python_tree, scan_source
-from attncourse.pointers import Place, cell_places, enclosing_name, pointer
+from attncourse.pointers import cell_places
+from attncourse.pointing import Place, enclosing_name, pointer
 
 COMMENT_HEADER = "Integrity check:"
 

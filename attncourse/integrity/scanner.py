@@ -11,7 +11,7 @@ import tokenize
 
 from IPython.core.inputtransformer2 import TransformerManager
 
-from attncourse.pointers import leading_blank_lines
+from attncourse.pointing import leading_blank_lines
 
 BASE_PROTECTED = {
     "torch",

@@ -16,7 +16,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from attncourse.cells import CodeCell
 from attncourse.judge.libraries import CODE_MAGICS, DEFINITIONS, FIRST_CELL, FUNCTIONS, INERT_MAGICS
-from attncourse.pointers import (
+from attncourse.pointing import (
     Place,
     enclosing_names,
     leading_blank_lines,

@@ -19,7 +19,7 @@ from attncourse.judge.program import Program, as_cells, python_source
 from attncourse.judge.resolve import reach as reach_of
 from attncourse.judge.resolve import reach_cell
 from attncourse.judge.tampering import tampering
-from attncourse.pointers import Place
+from attncourse.pointing import Place
 
 __all__ = [
     "LOOP_NODES",

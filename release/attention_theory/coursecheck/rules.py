@@ -20,6 +20,7 @@ from .program import Program, as_cells, python_source
 from .resolve import reach as reach_of
 from .resolve import reach_cell
 from .tampering import tampering
+from .pointing import Place
 
 __all__ = [
     "LOOP_NODES",
@@ -354,7 +355,7 @@ def assert_one_statement_per_output(name, namespace, part, outputs, size_params=
     program, reach = _reach(name, namespace)
     _refuse(part, "one-statement", reach, program)
     node = reach.primary
-    cell = program.where(node)[0] + 1
+    at = program.finding("statement", "", node).at  # "`f`, line 3 of the answer cell"
     rule = "a single assignment (or the expression in the return)"
     args = node.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
@@ -368,13 +369,13 @@ def assert_one_statement_per_output(name, namespace, part, outputs, size_params=
             fail(
                 f"{part}: {output} must be computed in one statement",
                 rule,
-                f"assigned on lines {lines} of cell {cell}",
+                f"assigned in {at(sorted(lines))}",
             )
     for output, line in _mutated_outputs(node, outputs):
         fail(
             f"{part}: {output} must be computed in one statement",
             rule,
-            f"modified in place on line {line} of cell {cell}",
+            f"modified in place in {at(line)}",
         )
     exprs = [(o, bound[o][0][1], bound[o][0][0]) for o in outputs if o in bound]
     for sub in _own_nodes(node):
@@ -392,15 +393,14 @@ def assert_one_statement_per_output(name, namespace, part, outputs, size_params=
                 fail(
                     f"{part}: {output} must be computed in one statement",
                     rule,
-                    f"line {line} of cell {cell} uses {used!r}, an intermediate computed on "
-                    f"line {first}",
+                    f"{at(line)} uses {used!r}, an intermediate computed on line {first}",
                     "chain of statements; write the whole expression in the statement that assigns it",
                 )
             if any(kind == "value" for kind, _, _ in program.module.names.get(used, [])):
                 fail(
                     f"{part}: {output} must be computed in one statement",
                     rule,
-                    f"line {line} of cell {cell} uses {used!r}, a value computed in another "
+                    f"{at(line)} uses {used!r}, a value computed in another "
                     "statement of the notebook",
                     "an intermediate kept in a global variable",
                 )
@@ -412,10 +412,11 @@ def assert_one_statement_per_output(name, namespace, part, outputs, size_params=
     for helper in helpers:
         body = [s for s in helper.body if not _is_docstring(s)]
         if len(body) != 1 or not _isinstance(body[0], ast.Return):
+            found = program.finding("statement", "", helper)
             fail(
                 f"{part}: each output must be computed in one statement",
                 rule,
-                f"helper {helper.name!r} (cell {program.where(helper)[0] + 1}) computes its "
+                f"helper {helper.name!r} (in {Place(found.part, found.place).name}) computes its "
                 f"result in {len(body)} statements",
                 "splitting an output's computation over a helper function's statements",
             )

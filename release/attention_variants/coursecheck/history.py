@@ -73,47 +73,13 @@ def _identity(source, book):
     return ("defines", names) if names else ("source", source)
 
 
-@dataclass(frozen=True)
-class _Place(Finding):
-    place: str = ""
-
-    @property
-    def where(self) -> str:
-        return self.place
-
-
 class HistoryProgram(Program):
     """A :class:`Program` whose cells are entries of ``In``, numbered as the student sees them."""
 
     def finding(self, kind, what, node, path=""):
         cell, line = self.where(node)
-        owner = _owner(self._definitions(cell), line)
-        place = f"line {line} of the cell run as In [{cell + 1}]"
-        place = f"`{owner}`, {place}" if owner else place
-        return _Place(kind=kind, what=what, cell=cell, line=line, path=path, place=place)
-
-    def _definitions(self, cell):
-        """(first line, last line, qualified name) of every function and class of a cell."""
-        known = self.cache.setdefault("definitions", {})
-        if cell not in known:
-            known[cell] = list(_definitions(self.trees.get(cell), ""))
-        return known[cell]
-
-
-def _definitions(node, prefix):
-    for sub in ast.iter_child_nodes(node) if node is not None else ():
-        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            name = f"{prefix}{sub.name}"
-            yield sub.lineno, sub.end_lineno or sub.lineno, name
-            yield from _definitions(sub, f"{name}.")
-        else:
-            yield from _definitions(sub, prefix)
-
-
-def _owner(definitions, line):
-    """The innermost function or class holding ``line`` (the last one listed that holds it)."""
-    holding = [name for first, last, name in definitions if first <= line <= last]
-    return holding[-1] if holding else ""
+        where = f"the cell run as In [{cell + 1}]"
+        return Finding(kind, what, cell, line, path, "", self.owner_of.get(node, ""), where)
 
 
 def student_program(history, book: Book, grade_id: str) -> HistoryProgram:

@@ -14,3 +14,5 @@ class CodeCell:
     student: bool = True  # written by the student: an answer cell or a cell they added
     answer: bool = False  # an nbgrader solution cell
     test: bool = False  # an autograder test cell (never part of the student's code)
+    part: str = ""  # its part ("Part 5"); "" for a cell of no part (a cell the student added)
+    place: str = ""  # what it is: "the answer cell", "a cell you added after Part 5"

@@ -17,6 +17,14 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from .cells import CodeCell
 from .libraries import CODE_MAGICS, DEFINITIONS, FIRST_CELL, FUNCTIONS, INERT_MAGICS
+from .pointing import (
+    Place,
+    enclosing_names,
+    leading_blank_lines,
+    located,
+    place_of,
+    pointer,
+)
 
 _transform = TransformerManager().transform_cell
 
@@ -33,28 +41,39 @@ def as_cells(sources) -> list[CodeCell]:
 
 @dataclass(frozen=True)
 class Finding:
-    """Something the code does that a rule judges: ``kind``, what (for the message) and where."""
+    """Something the code does that a rule judges: ``kind``, what (for the message) and where,
+    as the student sees it (:mod:`coursecheck.pointers`): the part, the enclosing function or
+    class and the line in the cell's own source."""
 
     kind: str  # loop, iterates, recursion, library, unresolved, import, tamper
     what: str
-    cell: int
-    line: int
+    cell: int  # the cell's index in the notebook (for the report; never in a message)
+    line: int  # in the cell's own source, 1-based
     path: str = ""  # the library path, for kind "library"
+    part: str = ""  # "Part 5"; "" in a cell of no part
+    function: str = ""  # "MyMHA.forward"; "" at a cell's top level
+    place: str = "a cell you added"  # "the answer cell", "a cell you added after Part 5"
 
     @property
     def where(self) -> str:
-        return f"cell {self.cell + 1}, line {self.line}"
+        """ "`MyMHA.forward`, line 12 of the answer cell"."""
+        return pointer(Place(self.part, self.place), self.function, self.line)
+
+    def at(self, line) -> str:
+        """The same place at another line (or lines) of the cell."""
+        return pointer(Place(self.part, self.place), self.function, line)
 
     def __str__(self) -> str:
-        return f"{self.what} in {self.where}"
+        return located(self.what, Place(self.part, self.place), self.function, self.line)
 
 
 def python_source(text):
     """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
     try:
-        return _MagicCode().visit(ast.parse(_transform(text)))
+        tree = _MagicCode().visit(ast.parse(_transform(text)))
     except (SyntaxError, ValueError):
         return None
+    return ast.increment_lineno(tree, leading_blank_lines(text))  # the cell's own lines
 
 
 def magic_call(node):
@@ -87,7 +106,10 @@ class _MagicCode(ast.NodeTransformer):
         if name not in CODE_MAGICS:
             return node
         inner = python_source(text)
-        return inner.body if inner is not None else node
+        if inner is None:
+            return node
+        below = node.value.func.attr == "run_cell_magic"  # its body starts on the next line
+        return ast.increment_lineno(inner, node.lineno - 1 + below).body
 
 
 def _target_names(node):
@@ -179,6 +201,7 @@ class Program:
         self.cells = as_cells(cells)
         self.trees = {}
         self.cell_of = {}
+        self.owner_of = {}  # node -> the def/class it sits in ("MyMHA.forward")
         for cell in self.cells:
             if cell.test:
                 continue
@@ -188,6 +211,7 @@ class Program:
             self.trees[cell.index] = tree
             for node in ast.walk(tree):
                 self.cell_of[node] = cell.index
+            self.owner_of.update(enclosing_names(tree))
         self.cache = {}  # what the rules computed from this program (its tampering)
         self.module = Scope(None, None)
         self.scope_of_node = {}  # node -> the function scope whose own code it is
@@ -323,7 +347,11 @@ class Program:
 
     def finding(self, kind, what, node, path=""):
         cell, line = self.where(node)
-        return Finding(kind, what, cell, line, path)
+        found = next((c for c in self.cells if c.index == cell), None)
+        place = place_of(found) if found is not None else Place("", "a cell you added")
+        return Finding(
+            kind, what, cell, line, path, place.part, self.owner_of.get(node, ""), place.cell
+        )
 
     # ----------------------------------------------------------------- definitions
 
