@@ -215,3 +215,8 @@ def visible_verdicts(
 def visible_exceptions(assignment: str) -> dict[str, str]:
     """The table's ``VISIBLE_EXCEPTIONS``: case id -> why no visible check of its part catches it."""
     return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_EXCEPTIONS", {})
+
+
+def visible_messages(assignment: str) -> dict[str, tuple[str, str]]:
+    """The table's ``VISIBLE_MESSAGES``: case id -> (visible test cell, words its message holds)."""
+    return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_MESSAGES", {})
