@@ -109,6 +109,14 @@ MESSAGES = {
 # What a visible check says, for the student to read before handing in: case id -> (the
 # visible test cell, words its failure message must contain).
 VISIBLE_MESSAGES = {
+    "p3:p3_missing_scale": ("p3_softmax_argument_values_test", "1/sqrt(D_qk) scale is missing"),
+    "p5:p5_missing_scale": ("p5_mha_values_test", "1/sqrt(D_qk) scaling of the logits is missing"),
+    "p7:p7_missing_scale": (
+        "p7_gqa_interleaved_heads_test",
+        "1/sqrt(D_qk) scaling of the logits is missing",
+    ),
+    "p7:p7_contiguous_index": ("p7_gqa_interleaved_heads_test", "contiguous grouping"),
+    "p13:p13_missing_sqrt_r_over_d": ("p13_reduced_matrices_test", "equation (1)"),
     "p5:p5_reshape_without_transpose": ("p5_mha_values_test", "heads mixed: with H = 1"),
     "p5:p5_heads_split_the_wrong_way": ("p5_mha_values_test", "heads mixed"),
     "p5:p5_causal_mask": ("p5_mha_values_test", "likely cause: a causal mask"),

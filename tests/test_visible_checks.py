@@ -12,68 +12,20 @@ Cases that tamper with the kernel (``alone``) run only in the autograded tables.
 ``python tests/visible_rates.py`` prints the catch rates.
 """
 
-import functools
-import re
-
-import nbformat
 import pytest
 from casetable import load
-from visiblecatch import visible_exceptions, visible_messages, visible_verdicts
-
-from attncourse.course import ROOT, notebook_path
-from attncourse.parts import cell_parts
-
-ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")
-RULE_CELL = re.compile(r"(_rules|_no_loops)(_test)?$")
-
-
-@functools.cache
-def parts(assignment):
-    """grade_id -> part label of every graded cell of the release."""
-    nb = nbformat.read(notebook_path(ROOT, "release", assignment), as_version=4)
-    return {gid: p.part for gid, p in cell_parts(nb).items()}
-
-
-def case_verdicts(table, case):
-    """{visible test cell: None or its failure} of ``case``; a test cell the table's in-process
-    stubs leave out (it reads a stubbed cell) is not reported."""
-    answers, _ = table.in_process(case, case.fails)
-    stubbed = {
-        test
-        for cell, (stub, readers) in table.in_process_stubs.items()
-        if answers.get(cell) == stub and cell not in case.answers
-        for test in readers
-    }
-    verdicts = visible_verdicts(table.assignment, answers)
-    return {test: error for test, error in verdicts.items() if test not in stubbed}
-
-
-def missed_parts(table, case, verdicts):
-    """The parts where ``case``'s mistake is made and costs hidden points, none of whose visible
-    cells fails (the parts of its failing hidden tests when none is an answer cell's part)."""
-    label = parts(table.assignment)
-    caught = {label[test] for test, error in verdicts.items() if error is not None}
-    losing = {label[test] for test in case.fails}
-    own = {label[cell] for cell in case.answers} & losing
-    return sorted((own or losing) - caught)
-
+from visiblecatch import (
+    ASSIGNMENTS,
+    case_verdicts,
+    missed_parts,
+    rule_case,
+    visible_exceptions,
+    visible_messages,
+    visible_verdicts,
+)
 
 # The lead sets this to False once the visible rule checks (branch rulecheck) are merged.
 RULE_CASES_AWAITING_VISIBLE_RULES = True
-RULE_REFUSAL = re.compile(r"build the attention by hand|cannot verify the no-fused-attention rule")
-
-
-@functools.cache
-def rule_case(assignment, case_id):
-    """True when every hidden failure of the case is a rule's: a rule cell, or a value cell
-    the judge refuses for fused attention (judged here in process)."""
-    table = load(assignment)
-    case = next(c for c in table.cases if c.id == case_id)
-    others = [test for test in case.fails if not RULE_CELL.search(test)]
-    if not others:
-        return True
-    verdicts = table.judge(case, tests=others)
-    return all(message and RULE_REFUSAL.search(message) for message in verdicts.values())
 
 
 def _params():

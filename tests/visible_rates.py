@@ -13,8 +13,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from casetable import load  # noqa: E402
-from test_visible_checks import ASSIGNMENTS, case_verdicts, missed_parts, rule_case  # noqa: E402
-from visiblecatch import visible_exceptions  # noqa: E402
+from visiblecatch import (  # noqa: E402
+    ASSIGNMENTS,
+    case_verdicts,
+    missed_parts,
+    rule_case,
+    visible_exceptions,
+)
 
 
 def report(assignment: str) -> None:
