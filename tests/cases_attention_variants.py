@@ -106,6 +106,31 @@ MESSAGES = {
     "p14:p14_latent_twice": ("p14_kv_cache_test", "cached once"),
 }
 
+# What a visible check says, for the student to read before handing in: case id -> (the
+# visible test cell, words its failure message must contain).
+VISIBLE_MESSAGES = {
+    "p3:p3_missing_scale": ("p3_softmax_argument_values_test", "1/sqrt(D_qk) scale is missing"),
+    "p5:p5_missing_scale": ("p5_mha_values_test", "1/sqrt(D_qk) scaling of the logits is missing"),
+    "p7:p7_missing_scale": (
+        "p7_gqa_interleaved_heads_test",
+        "1/sqrt(D_qk) scaling of the logits is missing",
+    ),
+    "p7:p7_contiguous_index": ("p7_gqa_interleaved_heads_test", "contiguous grouping"),
+    "p13:p13_missing_sqrt_r_over_d": ("p13_reduced_matrices_test", "equation (1)"),
+    "p5:p5_reshape_without_transpose": ("p5_mha_values_test", "heads mixed: with H = 1"),
+    "p5:p5_heads_split_the_wrong_way": ("p5_mha_values_test", "heads mixed"),
+    "p5:p5_causal_mask": ("p5_mha_values_test", "likely cause: a causal mask"),
+    "p5:p5_scale_D_v": ("p5_mha_values_test", "divided by sqrt(D_v) instead of sqrt(D_qk)"),
+    "p5:p5_softmax_over_queries": ("p5_mha_values_test", "over the query axis (L_1)"),
+    "p5:p5_keys_from_x": (
+        "p5_mha_values_test",
+        "Part 5: MyMHA(9, 5, 4, 7, 3).forward(x, y) raised RuntimeError",
+    ),
+    "p7:p7_contiguous_repeat_interleave": ("p7_gqa_interleaved_heads_test", "contiguous grouping"),
+    "p7:p7_causal_mask": ("p7_gqa_interleaved_heads_test", "likely cause: a causal mask"),
+    "p7:p7_merge_without_moving_head_axis": ("p7_gqa_interleaved_heads_test", "heads mixed"),
+}
+
 CASES = []
 
 
@@ -923,6 +948,36 @@ wrong(
     ),
 )
 
+# A helper of the student's own, named as public courses name it: no rule forbids the name.
+OWN_SDPA = """
+def scaled_dot_product_attention(q, k, v):
+    a = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)  # (B, H, L_1, L_2)
+    return a @ v  # (B, H, L_1, D_v)
+"""
+correct(
+    "p5_own_helper_named_scaled_dot_product_attention",
+    p5_mha=mha(
+        dedent(MHA_FORWARD).replace(
+            "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)  # (B, H, L_1, L_2)\n"
+            "o = (a @ v)",
+            "o = scaled_dot_product_attention(q, k, v)",
+        ),
+        before=OWN_SDPA,
+    ),
+)
+CAUSAL = (
+    "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)",
+    "s = q @ k.transpose(-2, -1) / self.D_qk ** 0.5\n"
+    "s = s.masked_fill(torch.ones(L_1, L_2, dtype=torch.bool).triu(1), float('-inf'))\n"
+    "a = torch.softmax(s, dim=-1)",
+)
+wrong(
+    "p5_causal_mask",
+    f"{P5V} {EXP}",
+    "a decoder's causal mask copied in: the task has no masking; " + DEP5,
+    p5_mha=mha_with(*CAUSAL),
+)
+
 # ------------------------------------------------------------------------- Part 6
 
 
@@ -1180,6 +1235,19 @@ wrong(
         forward=dedent(GQA_FORWARD).replace("self.G", "self.groups"),
     ),
 )
+
+correct(
+    "p7_own_helper_named_scaled_dot_product_attention",
+    p7_gqa=gqa(
+        dedent(GQA_FORWARD).replace(
+            "a = torch.softmax(q @ k.transpose(-2, -1) / self.D_qk ** 0.5, dim=-1)  # (B, H, L_1, L_2)\n"
+            "o = (a @ v)",
+            "o = scaled_dot_product_attention(q, k, v)",
+        ),
+        before=OWN_SDPA,
+    ),
+)
+wrong("p7_causal_mask", P7V, "a decoder's causal mask copied in; " + DEP7, p7_gqa=gqa_with(*CAUSAL))
 
 # ------------------------------------------------------------------------- Part 8
 

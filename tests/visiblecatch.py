@@ -25,6 +25,12 @@ submission's names as they would in a full run. Objects deep copies cannot copy 
 generators) are shared, and the torch defaults a cell can switch (dtype, grad mode) are reset.
 ``shortcut=False`` runs every cell from a fresh namespace under the same seed;
 ``tests/test_visible_checks.py`` checks both give the same verdicts.
+
+For a case table's rows: :func:`case_verdicts` (a case's visible verdicts, its table's
+in-process stubs applied), :func:`missed_parts` (where its mistake is made and no visible check
+fails), :func:`rule_case` (every hidden failure a rule's). A table may set ``VISIBLE_EXCEPTIONS``
+(case id -> why no visible check of its part can catch it) and ``VISIBLE_MESSAGES`` (case id ->
+(visible test cell, words its failure message must contain)).
 """
 
 import contextlib
@@ -33,6 +39,7 @@ import functools
 import importlib
 import io
 import random
+import re
 from dataclasses import dataclass
 
 import matplotlib
@@ -40,6 +47,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from casetable import load  # noqa: E402
@@ -47,10 +55,13 @@ from cellrun import run_cell  # noqa: E402
 
 from attncourse.cells import grade_id, is_answer, is_test_cell  # noqa: E402
 from attncourse.constants import EXAMPLE_STUDENT  # noqa: E402
-from attncourse.course import ROOT  # noqa: E402
+from attncourse.course import ROOT, notebook_path  # noqa: E402
+from attncourse.parts import cell_parts  # noqa: E402
 from attncourse.submissions import solution_submission  # noqa: E402
 
 SEED = 0
+ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")
+RULE_CELL = re.compile(r"(_rules|_no_loops)(_test)?$")
 _FIXED = {"__dict__", "__weakref__"}
 
 
@@ -215,3 +226,55 @@ def visible_verdicts(
 def visible_exceptions(assignment: str) -> dict[str, str]:
     """The table's ``VISIBLE_EXCEPTIONS``: case id -> why no visible check of its part catches it."""
     return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_EXCEPTIONS", {})
+
+
+def visible_messages(assignment: str) -> dict[str, tuple[str, str]]:
+    """The table's ``VISIBLE_MESSAGES``: case id -> (visible test cell, words its message holds)."""
+    return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_MESSAGES", {})
+
+
+@functools.cache
+def parts(assignment: str) -> dict[str, str]:
+    """grade_id -> part label of every graded cell of the release."""
+    nb = nbformat.read(notebook_path(ROOT, "release", assignment), as_version=4)
+    return {gid: p.part for gid, p in cell_parts(nb).items()}
+
+
+def case_verdicts(table, case) -> dict[str, str | None]:
+    """{visible test cell: None or its failure} of ``case``; a test cell the table's in-process
+    stubs leave out (it reads a stubbed cell) is not reported."""
+    answers, _ = table.in_process(case, case.fails)
+    stubbed = {
+        test
+        for cell, (stub, readers) in table.in_process_stubs.items()
+        if answers.get(cell) == stub and cell not in case.answers
+        for test in readers
+    }
+    verdicts = visible_verdicts(table.assignment, answers)
+    return {test: error for test, error in verdicts.items() if test not in stubbed}
+
+
+def missed_parts(table, case, verdicts) -> list[str]:
+    """The parts where ``case``'s mistake is made and costs hidden points, none of whose visible
+    cells fails (the parts of its failing hidden tests when none is an answer cell's part)."""
+    label = parts(table.assignment)
+    caught = {label[test] for test, error in verdicts.items() if error is not None}
+    losing = {label[test] for test in case.fails}
+    own = {label[cell] for cell in case.answers} & losing
+    return sorted((own or losing) - caught)
+
+
+RULE_REFUSAL = re.compile(r"build the attention by hand|cannot verify the no-fused-attention rule")
+
+
+@functools.cache
+def rule_case(assignment: str, case_id: str) -> bool:
+    """True when every hidden failure of the case is a rule's: a rule cell, or a value cell
+    the judge refuses for fused attention (judged here in process)."""
+    table = load(assignment)
+    case = next(c for c in table.cases if c.id == case_id)
+    others = [test for test in case.fails if not RULE_CELL.search(test)]
+    if not others:
+        return True
+    verdicts = table.judge(case, tests=others)
+    return all(message and RULE_REFUSAL.search(message) for message in verdicts.values())
