@@ -84,11 +84,7 @@ MESSAGES = {
 }
 
 # Wrong cases no visible check of their part catches here (tests/test_visible_checks.py), and why.
-VISIBLE_EXCEPTIONS = {
-    "mla:fused_attention": "a rule, not a value: scaled_dot_product_attention with is_causal computes "
-    "the task's numbers, so Part 2's visible value checks pass; the visible rule check of "
-    "p2_mla_rules (the rule checks' branch) is the one that names it",
-}
+VISIBLE_EXCEPTIONS = {}
 
 SOLUTION = solution_answers(source_notebook(ASSIGNMENT))
 
