@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import nbformat
+from nbformat.notebooknode import NotebookNode
 
 from attncourse import pointing
 from attncourse.cells import CodeCell, grade_id, is_answer, is_test_cell
@@ -52,10 +53,27 @@ def check_rules(grade_id):
 '''
 
 
+def answer_names(assignment: str, release: NotebookNode, root=ROOT) -> dict[str, frozenset]:
+    """grade id -> the names the solution's answer cell binds that the release names anywhere
+    (a stub such as ``raise NotImplementedError()`` binds none, yet the task names them):
+    how the student's runs of that answer cell are told apart from other cells."""
+    path = notebook_path(root, "source", assignment)
+    if not path.exists():
+        return {}
+    text = "\n".join(c.source for c in release.cells)
+    words = set(re.findall(r"\w+", text))
+    return {
+        grade_id(c): frozenset(defined_names(c.source) & words)
+        for c in nbformat.read(path, as_version=4).cells
+        if c.cell_type == "code" and is_answer(c)
+    }
+
+
 def book_of(assignment: str, notebooks) -> Book:
     """The Book of ``assignment`` from its notebooks (the release's; the source's too for the
     instructor, whose test cells run with their hidden part)."""
     checks = verdict.checks_of(assignment)
+    public = answer_names(assignment, notebooks[0])
     course, tests, rules, parts, answers = set(), set(), {}, {}, {}
     answer_cells = []
     for nb in notebooks:
@@ -70,10 +88,11 @@ def book_of(assignment: str, notebooks) -> Book:
                 declared = getattr(checks.get(gid), "rules", ())
                 if declared:
                     rules[gid] = tuple(declared)
-                    parts[gid] = labels[gid].part if gid in labels else gid
-                    answers[gid] = len(stubs) - 1 if stubs else None
+                # the import rule holds at every test cell, for the answer cell above it
+                parts[gid] = labels[gid].part if gid in labels else gid
+                answers[gid] = len(stubs) - 1 if stubs else None
             elif is_answer(cell):
-                stubs.append(defined_names(cell.source))
+                stubs.append(defined_names(cell.source) | public.get(gid, frozenset()))
             else:
                 course.add(digest(cell.source))
         answer_cells = answer_cells or stubs
@@ -150,8 +169,9 @@ def prover_files(assignment: str, root=ROOT) -> dict[str, str]:
 
 
 def has_rules(assignment: str) -> bool:
-    """True when a test cell of ``assignment`` grades a source rule (it then ships a prover)."""
-    return any(getattr(c, "rules", ()) for c in verdict.checks_of(assignment).values())
+    """True when ``assignment`` has test cells (it then ships a prover): each judges at least
+    the import rule, and the rule test cells their own rules too."""
+    return bool(verdict.checks_of(assignment))
 
 
 def write_prover(assignment: str, course=ROOT) -> Path | None:
@@ -183,7 +203,7 @@ def check_rules_of_course(test_id: str, namespace, root=ROOT) -> None:
     __tracebackhide__ = True
     for assignment in assignments(root):
         book = _course_book(assignment, Path(root))
-        if test_id in book.rules:
+        if test_id in book.parts:
             check_rules(test_id, book, namespace)
             return
-    raise KeyError(f"no rule test cell {test_id!r} in the course")
+    raise KeyError(f"no test cell {test_id!r} in the course")

@@ -736,8 +736,6 @@ VISIBLE_EXCEPTIONS = {
     "q2:paths_read_q_k_v_left_to_right": "which path carries queries, keys and values is what "
     "Q2 asks; the visible checks see only the figure's structure (weights beside the Linears, "
     "one kind per path), which this consistent relabelling keeps",
-    "q2:ordered_dict_imported": "the import rule ('Do not add imports'): the value is right; "
-    "the rule is proved on the source, the visible rule checks' job (issue 30, item 2)",
 }
 
 # Visible checks name the likely cause on evidence: case id -> (visible test cell, words).

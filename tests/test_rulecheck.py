@@ -80,7 +80,7 @@ def judge_verdicts(assignment, nb, tests):
     for test in tests:
         try:
             rules.assert_imports_in_first_cell(ns, index[test])
-            prove(checks[test].rules, ns)
+            prove(getattr(checks[test], "rules", ()), ns)
             out[test] = None
         except GradingError as error:
             out[test] = str(error)
@@ -102,9 +102,10 @@ def student_verdicts(assignment, nb, tests):
 
 
 def rule_cases(assignment):
-    """(case, its group's rule test cells) for every case of a group with a rule test cell."""
+    """(case, its group's test cells) for every case: each test cell judges the import rule,
+    a rule test cell its own rules too."""
     table = load(assignment)
-    ruled = set(shipped(assignment).BOOK.rules)
+    ruled = set(shipped(assignment).BOOK.parts)
     out = []
     for case in table.cases:
         tests = sorted(ruled & set(table.groups[case.group][1]))

@@ -55,12 +55,19 @@ def digest(source: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def defined_names(source: str) -> frozenset:
-    """Names of the top-level functions and classes of a cell."""
+    """Names a cell binds at its top level: its functions and classes, and the plain names it
+    assigns (an answer such as ``SLOTS = {...}`` is known by them)."""
     tree = python_source(source)
-    body = tree.body if tree is not None else []
-    return frozenset(
-        s.name for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    )
+    names = set()
+    for s in tree.body if tree is not None else []:
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(s.name)
+        elif isinstance(s, ast.Assign | ast.AnnAssign):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for target in targets:
+                elts = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+                names |= {t.id for t in elts if isinstance(t, ast.Name)}
+    return frozenset(names)
 
 
 def _identity(source, book):
