@@ -133,6 +133,7 @@ def _disagreements(assignment, nb, tests):
     }, judge
 
 
+@pytest.mark.slow  # every test cell of every case (minutes of CPU): make test, not make test-fast
 @pytest.mark.parametrize("assignment", RULED)
 def test_student_side_agrees_with_the_judge_on_every_rule_case(assignment):
     compared = agreed = failed = 0
@@ -152,6 +153,7 @@ def test_student_side_agrees_with_the_judge_on_every_rule_case(assignment):
     assert failed, "no case breaks a rule: the agreement proves nothing"
 
 
+@pytest.mark.slow
 def test_student_side_agrees_with_the_judge_on_every_attack():
     assignment = "attention_variants"
     tests = sorted(shipped(assignment).BOOK.rules)
