@@ -161,11 +161,9 @@ def test_the_contents_name_the_parts_and_an_ungraded_written_answer_awaits_gradi
     ]
     assert "Score: awaiting grading" in feedback["perfect"]
     assert "Test cell" not in contents and "Written response" not in contents
-    # control: a written answer left as released is worth 0 at once, nothing to wait for
-    assert "Part 1 — written (0.0 / 2.0)" in " ".join(
-        re.sub(r"<[^>]+>", "", feedback["blank"]).split()
-    )
-    assert "awaiting grading" not in feedback["blank"]
+    # a notebook left wholly as released is not graded: its page is the banner, no contents
+    assert "not graded (untouched)" in feedback["blank"]
+    assert 'id="toc"' not in feedback["blank"] and "awaiting grading" not in feedback["blank"]
 
 
 @pytest.mark.parametrize(
