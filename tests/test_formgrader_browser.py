@@ -210,7 +210,10 @@ def test_long_messages_wrap_and_the_feedback_names_the_parts(graded_course, tmp_
         measured = long_message(page).evaluate(FITS)
         assert measured["fits"], measured
         entries = [" ".join(e.split()) for e in page.locator("#toc li").all_inner_texts()]
-        assert "Part 5 — MyMHA.forward on a case you can check by hand (5.0 / 5.0)" in entries
+        assert (
+            "Part 5 — MyMHA.forward equals a per-head loop built from its own weights, and a case "
+            "you can check by hand (5.0 / 5.0)" in entries
+        )
         assert any(
             e.startswith("Part 5 — MyMHA uses no loop") and "(0.0 / 2.0)" in e for e in entries
         )

@@ -264,7 +264,11 @@ def missed_parts(table, case, verdicts) -> list[str]:
     return sorted((own or losing) - caught)
 
 
-RULE_REFUSAL = re.compile(r"build the attention by hand|cannot verify the no-fused-attention rule")
+# The judge's rule messages (attncourse.judge.rules): a failure of one of these is a rule's.
+RULE_REFUSAL = re.compile(
+    r"build the attention by hand|the judge cannot verify the|the task forbids loops|"
+    r"must use numpy only|imports are allowed only|must be computed in one statement"
+)
 
 
 @functools.cache
