@@ -1,6 +1,7 @@
 """Instructor-only package of the attention course: grading helpers, nbgrader plugins, CLI.
 
-Nothing here is shipped to students. Hidden tests run in the grader's process (the judge);
+Nothing here is shipped to students, and no development tool lives here (``devtools/``: demo,
+bench, the autograde of test submissions). Hidden tests run in the grader's process (the judge);
 a kernel sees only the sandbox's kernel side (``attncourse.sandbox.KERNEL_MODULES``).
 Imports point down this map, never up (``tests/test_structure.py``).
 
@@ -10,9 +11,6 @@ Command line and commands
     ``gradingsummary`` the end of ``attncourse grade``: per student, then graded and not apart
     ``worker/``       what a Dask worker does for one student, by the process each part runs in
     ``cluster``       where grading runs: a local or a running Dask cluster
-    ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
-    ``demo``          ``make demo``: the whole workflow on bundled submissions
-    ``bench``         ``make bench``: seconds per submission, and where they go
     ``feedback``      ``attncourse feedback``: nbgrader's feedback, then where it is
     ``report/``       ``attncourse report``: the class and each assignment on one HTML page
     ``similarity/``   ``attncourse similarity``: pairs of students with the same answers, per part
@@ -45,7 +43,6 @@ Course files and notebooks
     ``pointing``      the words of those pointers: pure functions, shipped with the students' prover
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
     ``status``        what became of a submission: graded, or untouched, unreadable, missing
-    ``submissions``   submissions built from the release (solution, named mistakes)
     ``gradebook``     scores read from a gradebook, one student's results written to it
     ``roster``        the class roster (the gradebook's students), read once per graded notebook
     ``plainfiles``    submissions are files: links and special files refused, never followed

@@ -27,7 +27,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Release, autograde the bundled demo submissions, feedback, export; print where results are."""
-    from attncourse.demo import run_demo
+    from devtools.demo import run_demo
 
     return run_demo(args.dir or args.course / DEMO, args.course)
 
@@ -53,7 +53,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     stock nbgrader autograde, nbgrader autograde with the course's config, attncourse grade
     with 1 and with N workers, and the floor (the code cells run by plain python, N at a
     time); print the three target ratios and where one submission's time goes."""
-    from attncourse.bench import run_bench
+    from devtools.bench import run_bench
 
     return run_bench(
         args.assignment,

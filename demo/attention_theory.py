@@ -9,8 +9,8 @@ and wrong ones to (d) and (f).
 import nbformat
 
 from attncourse.course import ROOT, notebook_path
-from attncourse.demo import PARTLY, RIGHT, WRONG, in_own_words
-from attncourse.submissions import solution_answers
+from devtools.demo import PARTLY, RIGHT, WRONG, in_own_words
+from devtools.submissions import solution_answers
 
 _SOLUTION = solution_answers(
     nbformat.read(notebook_path(ROOT, "source", "attention_theory"), as_version=4)

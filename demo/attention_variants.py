@@ -8,8 +8,8 @@ own words: ada's right, ben's partly right, eve's wrong.
 import nbformat
 
 from attncourse.course import ROOT, notebook_path
-from attncourse.demo import PARTLY, RIGHT, WRONG, in_own_words
-from attncourse.submissions import solution_answers
+from devtools.demo import PARTLY, RIGHT, WRONG, in_own_words
+from devtools.submissions import solution_answers
 
 _SOLUTION = solution_answers(
     nbformat.read(notebook_path(ROOT, "source", "attention_variants"), as_version=4)

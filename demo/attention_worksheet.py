@@ -6,7 +6,7 @@ column-vector habit, heads concatenated in the wrong order), writes a partial ar
 for Q4(a) and a wrong one for Q4(b).
 """
 
-from attncourse.demo import PARTLY, RIGHT, WRONG, in_own_words
+from devtools.demo import PARTLY, RIGHT, WRONG, in_own_words
 
 # Written answers in the demo students' own words: (right, partly right, wrong) per question.
 WRITTEN = {

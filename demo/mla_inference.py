@@ -11,8 +11,8 @@ answers, and wrong ones to Part 5 and Part 6(b).
 import nbformat
 
 from attncourse.course import ROOT, notebook_path
-from attncourse.demo import PARTLY, RIGHT, WRONG, in_own_words
-from attncourse.submissions import solution_answers
+from devtools.demo import PARTLY, RIGHT, WRONG, in_own_words
+from devtools.submissions import solution_answers
 
 _SOLUTION = solution_answers(
     nbformat.read(notebook_path(ROOT, "source", "mla_inference"), as_version=4)

@@ -17,7 +17,7 @@ that is still a rotation costs Part 1 only (the judge carries it forward, see
 
 from casetable import cases_table, source_notebook
 
-from attncourse.submissions import solution_answers
+from devtools.submissions import solution_answers
 
 ASSIGNMENT = "mla_inference"
 

@@ -40,14 +40,14 @@ from dataclasses import dataclass, field
 import nbformat
 from cellrun import run_cell
 
-from attncourse.autograde import autograde_submissions
 from attncourse.cells import grade_id, is_answer, is_test_cell, student_sources
 from attncourse.course import ROOT, notebook_path
 from attncourse.judge import verdict
 from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.pointers import located_cells
-from attncourse.submissions import solution_submission
+from devtools.autograde import autograde_submissions
+from devtools.submissions import solution_submission
 
 
 def _unchanged(source, student):

@@ -114,7 +114,7 @@ def graded_toy(tmp_path_factory):
 def demo_class(tmp_path_factory):
     """The demo class (``attncourse demo``: every assignment released, autograded, with feedback,
     grades, similarity and report), made once per test process (shared: copy it to change it)."""
-    from attncourse.demo import run_demo
+    from devtools.demo import run_demo
 
     course = tmp_path_factory.mktemp("demo_class") / "demo"
     run_demo(course)

@@ -39,7 +39,7 @@ from attncourse.grading import attention_variants as av  # noqa: E402
 from attncourse.grading.attention_variants import references, tolerances  # noqa: E402
 from attncourse.grading.attention_variants.experiment import check_experiment  # noqa: E402
 from attncourse.judge import checks, verdict  # noqa: E402
-from attncourse.submissions import solution_answers  # noqa: E402
+from devtools.submissions import solution_answers  # noqa: E402
 
 TABLE = load(ASSIGNMENT)
 EXPERIMENT_TEST = "p13_experiment_test"

@@ -46,7 +46,7 @@ from attncourse.similarity.compare import (  # noqa: E402
     flagged,
     score,
 )
-from attncourse.submissions import solution_answers  # noqa: E402
+from devtools.submissions import solution_answers  # noqa: E402
 
 HOW = (*DISGUISES, "all")
 TEXT_HOW = ("reflow", "reorder", "reword", "all")

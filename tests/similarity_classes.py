@@ -29,7 +29,7 @@ from similarity_pool import POOL
 
 from attncourse.cells import grade_id, is_answer
 from attncourse.similarity.compare import CODE_MIN_RARE, Release, class_weights, flagged, score
-from attncourse.submissions import solution_answers
+from devtools.submissions import solution_answers
 
 ASSIGNMENT = "attention_variants"
 SIZE, SWAPS, COPIES, SEED = 200, 2, 20, 31

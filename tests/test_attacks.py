@@ -16,10 +16,10 @@ import nbformat
 import pytest
 from attacks import ATTACKS, CONTROLS, OUTSIDE
 
-from attncourse.autograde import prepare
 from attncourse.course import ROOT, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
-from attncourse.submissions import fill, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import fill, write_submission
 
 ASSIGNMENT = "attention_variants"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attacks")]

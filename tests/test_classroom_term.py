@@ -26,7 +26,7 @@ from chromium import CHROMIUM, CHROMIUM_ARGS, ensure_chromium
 from classroomkit import ADA, BEN, EVE, INSTRUCTOR, as_user, nbgrader_as, password
 from nbgrader.api import Gradebook
 
-from attncourse.submissions import solution_submission
+from devtools.submissions import solution_submission
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("classroom")]
 

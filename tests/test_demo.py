@@ -7,9 +7,12 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from attncourse.autograde import prepare
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path
-from attncourse.demo import (
+from attncourse.exchange import publish
+from attncourse.gradebook import db_url
+from attncourse.markscheme import MARK_SCHEME, is_manually_graded_answer, mark_schemes
+from devtools.autograde import prepare
+from devtools.demo import (
     BROKEN_STUDENT,
     PARTLY,
     RIGHT,
@@ -18,10 +21,7 @@ from attncourse.demo import (
     demo_module,
     import_roster,
 )
-from attncourse.exchange import publish
-from attncourse.gradebook import db_url
-from attncourse.markscheme import MARK_SCHEME, is_manually_graded_answer, mark_schemes
-from attncourse.submissions import solution_submission
+from devtools.submissions import solution_submission
 
 
 def written_answers(assignment, answers):

@@ -21,7 +21,7 @@ from attncourse import exchange
 from attncourse.cells import grade_id, is_answer
 from attncourse.course import ROOT, nbgrader, notebook_path, scratch_course, venv_path
 from attncourse.gradebook import cell_scores
-from attncourse.submissions import fill, solution_answers
+from devtools.submissions import fill, solution_answers
 
 ASSIGNMENT = "attention_variants"
 STUDENT = "alice"

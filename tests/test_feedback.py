@@ -10,7 +10,6 @@ from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_output
 from nbgrader.server_extensions.formgrader import handlers
 
-from attncourse.autograde import prepare
 from attncourse.cells import grade_id, is_test_cell
 from attncourse.course import ROOT, assignments, notebook_path
 from attncourse.feedback import generate_feedback
@@ -24,7 +23,8 @@ from attncourse.markscheme import (
 )
 from attncourse.preprocessors.hidehiddentests import HideHiddenTests, reduce_outputs
 from attncourse.preprocessors.partcontents import summary
-from attncourse.submissions import solution_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission
 
 HIDDEN_LINES = [
     "BEGIN HIDDEN TESTS",

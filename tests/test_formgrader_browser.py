@@ -29,8 +29,8 @@ from nbgrader.api import Gradebook
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path, scratch_course
 from attncourse.formgrader import running
 from attncourse.gradebook import db_url
-from attncourse.submissions import solution_answers, solution_submission, write_submission
 from attncourse.workload import manual_cells, workload_table
+from devtools.submissions import solution_answers, solution_submission, write_submission
 
 ASSIGNMENT = "attention_variants"
 STUDENT = "alice"

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from nbgrader.api import Gradebook
 
-from attncourse.autograde import prepare
 from attncourse.cells import grade_id
 from attncourse.cli import main
 from attncourse.constants import AUTOGRADED, EXAMPLE_STUDENT, FEEDBACK, GRADEBOOK
@@ -24,7 +23,8 @@ from attncourse.judge.channel import LocalChannel
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.preprocessors.pininstance import INSTANCE_CELL, PinInstance
 from attncourse.report.page import build_report
-from attncourse.submissions import solution_submission, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission, write_submission
 
 IDS = [f"s{i:05d}" for i in range(1000)]
 HAND_TESTS = ("q3a_toy_qkv", "q3b_toy_output", "q5a_head_splits", "q5b_concat_output")

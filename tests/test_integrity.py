@@ -19,7 +19,7 @@ from attncourse.integrity.command import scan_submissions
 from attncourse.integrity.coursenotebook import CourseNotebook
 from attncourse.integrity.findings import COMMENT_HEADER, findings_of, scan_notebook
 from attncourse.integrity.scanner import scan_source
-from attncourse.submissions import fill, solution_answers, solution_submission
+from devtools.submissions import fill, solution_answers, solution_submission
 
 
 def toy_release():

@@ -72,7 +72,7 @@ def test_headings_shorten_to_the_words_students_use():
 def test_status_tells_untouched_and_unreadable_from_graded():
     from attncourse.runrecord import RunRecord
     from attncourse.status import Status, status_of
-    from attncourse.submissions import solution_submission
+    from devtools.submissions import solution_submission
 
     release = nbformat.read(notebook_path(ROOT, "release", "attention_variants"), as_version=4)
     assert status_of(release, release).status is Status.UNTOUCHED

@@ -24,7 +24,7 @@ from toy_course import (
 
 from attncourse.gradebook import cell_scores
 from attncourse.pipeline import grade
-from attncourse.submissions import strip_markers
+from devtools.submissions import strip_markers
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
 

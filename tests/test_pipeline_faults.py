@@ -22,12 +22,12 @@ import nbformat
 import pytest
 from snoop import SNOOP, Listener, snoop_report
 
-from attncourse.autograde import prepare
 from attncourse.cells import grade_id
 from attncourse.course import ROOT, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.pipeline import grade
-from attncourse.submissions import solution_answers, solution_submission, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_answers, solution_submission, write_submission
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("faults")]
 

@@ -24,7 +24,7 @@ from attncourse.pointing import Place, located, pointer
 from attncourse.preprocessors.repairgradecells import RepairGradeCells
 from attncourse.preprocessors.resilientexecute import ResilientExecute
 from attncourse.runrecord import RunRecord
-from attncourse.submissions import solution_answers, solution_submission
+from devtools.submissions import solution_answers, solution_submission
 
 ASSIGNMENT = "attention_variants"
 MHA = solution_answers(nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4))[

@@ -16,7 +16,6 @@ from chromium import CHROMIUM, CHROMIUM_ARGS, ensure_chromium
 from nbformat.v4 import new_output
 
 from attncourse.course import ROOT, assignments, notebook_path
-from attncourse.demo import BROKEN_STUDENT, demo_students
 from attncourse.integrity.findings import Finding
 from attncourse.judge.rules import FROM_OUTSIDE
 from attncourse.parts import cell_parts, part_order
@@ -38,6 +37,7 @@ from attncourse.report.model import (
 from attncourse.report.page import build_report, render
 from attncourse.status import Status, SubmissionStatus
 from attncourse.workload import manual_cells
+from devtools.demo import BROKEN_STUDENT, demo_students
 
 FIGURES = {
     "each student's trend across the assignments",

@@ -29,7 +29,7 @@ from attncourse.judge.checks import GradingError
 from attncourse.judge.program import Program
 from attncourse.judge.rulebook import prove
 from attncourse.prover import PACKAGE, has_rules, prover_files
-from attncourse.submissions import solution_submission
+from devtools.submissions import solution_submission
 
 RULED = [a for a in assignments() if has_rules(a)]
 _transform = TransformerManager().transform_cell

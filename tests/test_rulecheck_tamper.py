@@ -13,11 +13,11 @@ import nbformat
 import pytest
 from attacks import _MHA_LOOP_CONTROL
 
-from attncourse.autograde import prepare
 from attncourse.course import ROOT, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.prover import PACKAGE
-from attncourse.submissions import solution_submission, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission, write_submission
 
 pytestmark = [pytest.mark.slow, pytest.mark.kernel]
 

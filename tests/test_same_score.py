@@ -14,11 +14,11 @@ import io
 
 import pytest
 
-from attncourse.autograde import prepare
 from attncourse.course import ROOT, assignments
 from attncourse.gradebook import cell_scores
 from attncourse.pipeline import grade
-from attncourse.submissions import solution_submission, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission, write_submission
 
 COPIES = 2
 

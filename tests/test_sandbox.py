@@ -269,7 +269,7 @@ for path in {secrets!r}:
     except OSError as e:
         out["found"][path] = type(e).__name__
 for name in ["attncourse.judge.checks", "attncourse.grading", "attncourse.judge",
-             "attncourse.sandbox.kernelmanager", "attncourse.sandbox.launcher"]:
+             "attncourse.sandbox.kernelmanager", "attncourse.sandbox.launcher", "devtools.demo"]:
     try:
         out[name] = importlib.import_module(name).__file__
     except ImportError as e:
@@ -316,7 +316,12 @@ def test_the_grading_code_cannot_be_imported_and_is_not_in_a_forked_kernels_memo
     assert record["preloaded"] is True
     assert seen["modules"] == []
     needs(record, "mount_namespace")
-    for name in ["attncourse.judge.checks", "attncourse.grading", "attncourse.judge"]:
+    for name in [
+        "attncourse.judge.checks",
+        "attncourse.grading",
+        "attncourse.judge",
+        "devtools.demo",
+    ]:
         assert seen[name] == "ModuleNotFoundError", (name, seen[name])
     assert seen["attncourse.sandbox.kernelmanager"] == "ModuleNotFoundError"  # the grader's side
     launcher = PACKAGE / "sandbox" / "launcher.py"

@@ -29,7 +29,7 @@ from attncourse.similarity.compare import CODE_MIN_SHARED, Release, compare, fla
 from attncourse.similarity.fingerprint import code_tokens, text_tokens, winnow
 from attncourse.similarity.page import COLUMNS, similarity_report
 from attncourse.similarity.rarity import COMMON_MIN, weight
-from attncourse.submissions import fill, solution_answers, write_submission
+from devtools.submissions import fill, solution_answers, write_submission
 
 ASSIGNMENT = "attention_variants"
 SOLUTION = solution_answers(nbformat.read(notebook_path(ROOT, "source", ASSIGNMENT), as_version=4))

@@ -37,7 +37,6 @@ LAYERS = {
         "attncourse.runrecord",
         "attncourse.status",
         "attncourse.names",
-        "attncourse.submissions",
         "attncourse.gradebook",
         "attncourse.roster",
         "attncourse.plainfiles",
@@ -66,9 +65,6 @@ LAYERS = {
         "attncourse.cluster",
         "attncourse.pipeline",
         "attncourse.gradingsummary",
-        "attncourse.autograde",
-        "attncourse.demo",
-        "attncourse.bench",
         "attncourse.feedback",
         "attncourse.report",
         "attncourse.similarity",
@@ -205,6 +201,19 @@ def test_the_fork_server_never_preloads_grading_code():
         assert not kernel_safe(name), name
 
 
+def test_only_the_command_line_reaches_the_development_tools():
+    """``devtools/`` (demo, bench, the tests' submissions) sits above the package: only ``cli``
+    imports it, when a verb runs, so nothing that grades depends on a development tool."""
+    reaching = [
+        name
+        for name, path in SOURCES.items()
+        if name != "attncourse.cli"
+        and re.search(r"^\s*(from|import) devtools\b", path.read_text(), re.M)
+    ]
+    assert reaching == []
+    assert not (PACKAGE / "demo.py").exists() and not (PACKAGE / "autograde.py").exists()
+
+
 def test_packages_init_modules_import_nothing():
     """Except a grading package's, which imports its checks to hold ``CHECKS`` (see below)."""
     for name, path in SOURCES.items():
@@ -224,6 +233,7 @@ def test_the_package_docstring_maps_every_module():
 
 def _python_files():
     yield from SOURCES.values()
+    yield from sorted((ROOT / "devtools").glob("*.py"))
     yield from sorted((ROOT / "tests").glob("*.py"))
     yield from sorted((ROOT / "demo").glob("*.py"))
     yield ROOT / "nbgrader_config.py"

@@ -18,7 +18,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attncourse.course import ROOT, nbgrader
-from attncourse.submissions import fill, solution_answers, strip_markers, write_submission
+from devtools.submissions import fill, solution_answers, strip_markers, write_submission
 
 ASSIGNMENT = "toy"
 

@@ -57,7 +57,7 @@ from attncourse.cells import grade_id, is_answer, is_test_cell  # noqa: E402
 from attncourse.constants import EXAMPLE_STUDENT  # noqa: E402
 from attncourse.course import ROOT, notebook_path  # noqa: E402
 from attncourse.parts import cell_parts  # noqa: E402
-from attncourse.submissions import solution_submission  # noqa: E402
+from devtools.submissions import solution_submission  # noqa: E402
 
 SEED = 0
 ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")

@@ -357,6 +357,3 @@ class Program:
     def definitions(self, name):
         """Module-level ``def``/``class`` nodes binding ``name`` in the student's cells."""
         return [p for k, p, _ in self.module.names.get(name, []) if k == "def"]
-
-    def student_bindings(self, name):
-        return self.module.names.get(name, [])

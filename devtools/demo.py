@@ -18,12 +18,12 @@ from pathlib import Path
 
 import nbformat
 
-from attncourse.autograde import prepare
 from attncourse.constants import RELEASE
 from attncourse.course import ROOT, assignments, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.status import Status
-from attncourse.submissions import solution_submission, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission, write_submission
 
 BROKEN_STUDENT = "dan"
 ROSTER = "roster.csv"  # in demo/: id, first and last name of every demo student

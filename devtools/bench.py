@@ -35,7 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from attncourse.autograde import prepare
 from attncourse.constants import (
     CELL_TIMEOUT_S,
     cores,
@@ -45,7 +44,8 @@ from attncourse.constants import (
 from attncourse.course import ROOT, course_config, nbgrader, venv_path
 from attncourse.gradebook import total_scores
 from attncourse.pipeline import grade
-from attncourse.submissions import solution_submission, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission, write_submission
 
 STOCK_CONFIG = """c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
@@ -57,7 +57,7 @@ c.Execute.extra_arguments = {extra!r}
 def bench_submissions(assignment, root=ROOT):
     """student -> notebook: the full solution and the demo class's partly wrong student (the
     one of most answers of their own), both complete notebooks."""
-    from attncourse.demo import demo_students
+    from devtools.demo import demo_students
 
     own = {s: a for s, a in demo_students(assignment, root).items() if isinstance(a, dict)}
     wrong = own[max(own, key=lambda s: len(own[s]))] if own else {}

@@ -7,7 +7,7 @@ records its cells in a fresh gradebook), write the submissions, autograde.
 
 from attncourse.course import ROOT, nbgrader, scratch_course
 from attncourse.gradebook import cell_scores
-from attncourse.submissions import write_submission
+from devtools.submissions import write_submission
 
 
 def prepare(course_dir, assignments, root=ROOT):
