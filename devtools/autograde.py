@@ -5,12 +5,17 @@ on many submissions at once: copy the course, release the assignment (which
 records its cells in a fresh gradebook), write the submissions, autograde.
 """
 
+from collections.abc import Iterable
+from pathlib import Path
+
+from nbformat import NotebookNode
+
 from attncourse.course import ROOT, nbgrader, scratch_course
 from attncourse.gradebook import cell_scores
 from devtools.submissions import write_submission
 
 
-def prepare(course_dir, assignments, root=ROOT):
+def prepare(course_dir: Path, assignments: Iterable[str], root: Path = ROOT) -> Path:
     """A scratch course at ``course_dir`` (the config and ``source/`` of the course at
     ``root``) with ``assignments`` released into its gradebook."""
     course = scratch_course(course_dir, root)
@@ -19,7 +24,9 @@ def prepare(course_dir, assignments, root=ROOT):
     return course
 
 
-def autograde_submissions(course_dir, assignment, submissions):
+def autograde_submissions(
+    course_dir: Path, assignment: str, submissions: dict[str, NotebookNode | str]
+) -> dict[str, dict[str, tuple]]:
     """Autograde ``{student: notebook}`` for ``assignment``; return student -> grade_id -> score.
 
     Each value of the result maps a grade_id to ``(score, max_score, needs_manual_grade)``.

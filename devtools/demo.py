@@ -15,6 +15,7 @@ formgrader shows them released, as in a real term; the class's names come from
 import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 
@@ -35,7 +36,7 @@ def in_own_words(written: dict, level: int) -> dict:
     return {grade_id: answers[level] for grade_id, answers in written.items()}
 
 
-def demo_module(assignment, root=ROOT):
+def demo_module(assignment: str, root: str | os.PathLike = ROOT) -> ModuleType | None:
     """The course's ``demo/<assignment>.py`` (its STUDENTS and WRITTEN), or None."""
     path = Path(root) / "demo" / f"{assignment}.py"
     if not path.exists():
@@ -46,20 +47,22 @@ def demo_module(assignment, root=ROOT):
     return module
 
 
-def demo_students(assignment, root=ROOT):
+def demo_students(assignment: str, root: str | os.PathLike = ROOT) -> dict:
     """student -> answer overrides (or "release") for one assignment, from demo/<assignment>.py
     of the course at ``root``."""
     module = demo_module(assignment, root)
     return module.STUDENTS if module else {}
 
 
-def import_roster(course, root=ROOT):
+def import_roster(course: Path, root: str | os.PathLike = ROOT) -> None:
     """Put the demo class's names (``demo/roster.csv`` of the course at ``root``) into the
     gradebook of ``course``, with nbgrader's own ``nbgrader db student import``."""
     nbgrader("db", "student", "import", Path(root) / "demo" / ROSTER, cwd=course, quiet=True)
 
 
-def write_demo_submissions(course, assignment, root=ROOT):
+def write_demo_submissions(
+    course: Path, assignment: str, root: str | os.PathLike = ROOT
+) -> list[str]:
     """Write every demo student's submission of ``assignment`` (the course at ``root`` has
     the demo students and the solutions) into ``course``; return the student ids."""
     students = demo_students(assignment, root)
@@ -115,7 +118,7 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
     return status
 
 
-def print_grades(course, assignment, students, results):
+def print_grades(course: Path, assignment: str, students: list[str], results: dict) -> None:
     """One line per student: autograded score, points awaiting manual grading, or why none
     (``results``: the run's :class:`~attncourse.worker.result.StudentResult` per student)."""
     scores = cell_scores(course, assignment)

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import nbformat
+from nbformat import NotebookNode
 
 from attncourse.cells import grade_id, is_answer
 from attncourse.constants import RELEASE, SOURCE, SUBMITTED
@@ -18,17 +19,17 @@ from attncourse.course import notebook_path
 _MARKERS = re.compile(r"^\s*(###|#)?\s*(BEGIN|END) SOLUTION\s*$")
 
 
-def strip_markers(text):
+def strip_markers(text: str) -> str:
     """The solution region of an instructor cell as a student would have typed it."""
     return "\n".join(line for line in text.split("\n") if not _MARKERS.match(line))
 
 
-def solution_answers(source_nb):
+def solution_answers(source_nb: NotebookNode) -> dict[str, str]:
     """grade_id -> the instructor's answer for every answer cell of a source notebook."""
     return {grade_id(c): strip_markers(c.source) for c in source_nb.cells if is_answer(c)}
 
 
-def fill(release_nb, answers):
+def fill(release_nb: NotebookNode, answers: dict[str, str]) -> NotebookNode:
     """A copy of the release notebook with the answer cells named in ``answers`` replaced."""
     nb = copy.deepcopy(release_nb)
     unknown = set(answers) - {grade_id(c) for c in nb.cells if is_answer(c)}
@@ -40,7 +41,9 @@ def fill(release_nb, answers):
     return nb
 
 
-def solution_submission(root, assignment, overrides=None):
+def solution_submission(
+    root: Path, assignment: str, overrides: dict[str, str] | None = None
+) -> NotebookNode:
     """The release filled with the instructor's answers, then with ``overrides`` on top."""
     source = nbformat.read(notebook_path(root, SOURCE, assignment), as_version=4)
     release = nbformat.read(notebook_path(root, RELEASE, assignment), as_version=4)
@@ -49,7 +52,13 @@ def solution_submission(root, assignment, overrides=None):
     return fill(release, answers)
 
 
-def write_submission(course, student, assignment, nb, timestamp="2026-11-20 12:00:00 UTC"):
+def write_submission(
+    course: Path,
+    student: str,
+    assignment: str,
+    nb: NotebookNode | str | bytes,
+    timestamp: str = "2026-11-20 12:00:00 UTC",
+) -> Path:
     """Write ``nb`` as ``student``'s submission of ``assignment`` in course directory ``course``."""
     path = notebook_path(course, SUBMITTED, assignment, student)
     path.parent.mkdir(parents=True, exist_ok=True)
