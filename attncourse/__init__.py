@@ -12,7 +12,6 @@ Command line and commands
     ``cluster``       where grading runs: a local or a running Dask cluster
     ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
     ``demo``          ``make demo``: the whole workflow on bundled submissions
-    ``bench``         ``make bench``: seconds per submission, and where they go
     ``feedback``      ``attncourse feedback``: nbgrader's feedback, then where it is
     ``report/``       ``attncourse report``: the class and each assignment on one HTML page
     ``similarity/``   ``attncourse similarity``: pairs of students with the same answers, per part
@@ -57,4 +56,5 @@ Course files and notebooks
 
 Names and defaults
     ``constants``     every shared name, limit, budget and default, read from here
+    ``upstream``      every private name of nbclient, jupyter_client and nbgrader used, behind one adapter
 """

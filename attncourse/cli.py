@@ -53,7 +53,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     stock nbgrader autograde, nbgrader autograde with the course's config, attncourse grade
     with 1 and with N workers, and the floor (the code cells run by plain python, N at a
     time); print the three target ratios and where one submission's time goes."""
-    from attncourse.bench import run_bench
+    from devtools.bench import run_bench
 
     return run_bench(
         args.assignment,

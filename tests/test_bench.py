@@ -4,8 +4,8 @@ import re
 
 import nbformat
 
-from attncourse.bench import bench_submissions, floor_wall, ratio_lines
 from attncourse.cells import is_test_cell
+from devtools.bench import bench_submissions, floor_wall, ratio_lines
 
 
 def _ratio(lines, start):

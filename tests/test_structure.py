@@ -27,7 +27,7 @@ PACKAGE = Path(attncourse.__file__).parent
 
 # Lowest first: a module may import its own layer and those below it, never one above.
 LAYERS = {
-    "names and defaults": ["attncourse", "attncourse.constants"],
+    "names and defaults": ["attncourse", "attncourse.constants", "attncourse.upstream"],
     "course files and notebooks": [
         "attncourse.course",
         "attncourse.cells",
@@ -68,7 +68,6 @@ LAYERS = {
         "attncourse.gradingsummary",
         "attncourse.autograde",
         "attncourse.demo",
-        "attncourse.bench",
         "attncourse.feedback",
         "attncourse.report",
         "attncourse.similarity",
@@ -226,6 +225,7 @@ def _python_files():
     yield from SOURCES.values()
     yield from sorted((ROOT / "tests").glob("*.py"))
     yield from sorted((ROOT / "demo").glob("*.py"))
+    yield from sorted((ROOT / "devtools").glob("*.py"))
     yield ROOT / "nbgrader_config.py"
 
 
