@@ -29,12 +29,13 @@ from traitlets import Bool
 
 from attncourse.course import ROOT, nbgrader
 from attncourse.plainfiles import WHY, RefusedFolder, copy_plain_tree
+from attncourse.upstream import CollectRecords
 
 # Student ids as hubs and LMSs make them; anything else (<, >, quotes, spaces) is refused.
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]*")
 
 
-class PlainFilesCollect(ExchangeCollect):
+class PlainFilesCollect(CollectRecords, ExchangeCollect):
     """``nbgrader collect`` that copies a submission's regular files and folders and refuses,
     with the reason in the log, every symlink, FIFO, socket or device in it (never followed).
 
@@ -50,8 +51,7 @@ class PlainFilesCollect(ExchangeCollect):
         "the student's own newest submission collected instead.",
     ).tag(config=True)
 
-    def _path_to_record(self, path: str) -> dict:
-        record = super()._path_to_record(path)
+    def record_of(self, path: str, record: dict) -> dict:
         record["forged"] = self.owner_must_match and not owned_by(path, record["username"])
         if record["forged"]:
             self.log.error(
@@ -63,7 +63,7 @@ class PlainFilesCollect(ExchangeCollect):
             )
         return record
 
-    def _sort_by_timestamp(self, records: list[dict]) -> list[dict]:
+    def newest_first(self, records: list[dict]) -> list[dict]:
         """Newest first, the student's own submissions before any forged one."""
         return sorted(records, key=lambda r: (not r["forged"], r["timestamp"]), reverse=True)
 

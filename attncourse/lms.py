@@ -41,6 +41,7 @@ from traitlets import Unicode
 from attncourse.constants import DIST, RELEASE
 from attncourse.course import ROOT, nbgrader
 from attncourse.plainfiles import WHY, describe, kind_of
+from attncourse.upstream import collect_path
 
 PATTERNS = {
     "moodle": re.compile(
@@ -295,7 +296,7 @@ class LmsCollector(FileNameCollectorPlugin):
 
     def _plan(self):
         app = self.parent
-        extracted = app._format_collect_path(app.extracted_directory)
+        extracted = collect_path(app, app.extracted_directory)
         release = app.coursedir.format_path(
             app.coursedir.release_directory, ".", app.coursedir.assignment_id
         )

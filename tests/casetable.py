@@ -31,6 +31,7 @@ submission of its own.
 
 import contextlib
 import functools
+import hashlib
 import importlib
 import io
 import pkgutil
@@ -296,9 +297,9 @@ def kernel_requests(check, ns, sources, secret):
     sent = []
     serve = channel.send
 
-    def send(text):
-        sent.append(text)
-        return serve(text)
+    def send(text, arrays=()):
+        sent.append(text + "".join(hashlib.sha256(a.tobytes()).hexdigest() for a in arrays))
+        return serve(text, arrays)
 
     channel.send = send
     student = StudentNamespace(Session(channel), sources)

@@ -9,12 +9,15 @@ beside its honest control.
 """
 
 import contextlib
+import json
+import os
 import socket
 import subprocess
 import threading
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from jupyter_client.manager import AsyncKernelManager
@@ -112,14 +115,14 @@ def test_a_request_larger_than_the_bound_is_never_sent(tmp_path, monkeypatch):
 
 
 def test_the_agent_ends_a_connection_on_a_request_frame_over_its_bound():
-    def serve(text):
-        return text.upper()
+    def serve(text, arrays):
+        return text.upper(), arrays
 
     for size, answered in ((10, True), (11, False)):
         judge, kernel = socket.socketpair()
         with judge:
             with kernel:
-                agent.write_frame(judge, b"a" * size)
+                agent.write_message(judge, b"a" * size)
                 judge.shutdown(socket.SHUT_WR)
                 agent.serve_connection(kernel, serve, limit=10)
             try:
@@ -130,7 +133,7 @@ def test_the_agent_ends_a_connection_on_a_request_frame_over_its_bound():
 
 
 def frame(data):
-    return agent.HEADER.pack(len(data)) + data
+    return agent.HEADER.pack(len(data), 0) + data
 
 
 def _agent_with(kernel, write):
@@ -160,7 +163,7 @@ def _agent_with(kernel, write):
         (frame(b"junk!"), "not readable"),
         (frame(b"\xff\xfe"), "not UTF-8"),
         (frame(b'{"seq": 99, "value": {"t": "int", "v": 1}}'), "different"),
-        (agent.HEADER.pack(2**31), "larger than allowed"),
+        (agent.HEADER.pack(2**31, 0), "larger than allowed"),
     ],
     ids=["junk", "not_utf8", "forged_seq", "huge_header"],
 )
@@ -241,6 +244,112 @@ def test_a_kernel_that_goes_on_serving_after_the_check_is_stopped(tmp_path):
     assert got == "no request" and len(stops) == 1
     got, stops, _, _ = judged(tmp_path, kernel, lambda ns: ns["f"](), grace=0.3)
     assert got == 7 and not stops  # the control
+
+
+# ------------------------------------------------------- arrays as typed header and bytes
+
+
+def array_reply(seq, header, payload, after=b""):
+    """A reply to request ``seq`` whose value is one array, with any header one likes."""
+    text = json.dumps({"seq": seq, "value": {"t": "array", "lib": "torch", "frame": 0}}).encode()
+    return agent.HEADER.pack(len(text), 1) + text + header + payload + after
+
+
+def honest_header(array):
+    dims = b"".join(agent.DIM.pack(n) for n in array.shape)
+    return agent.ARRAY.pack(agent.DTYPES.index(array.dtype.name), array.ndim, array.nbytes) + dims
+
+
+def forged_agent(kernel, replies):
+    """A serving execution that answers the check's requests with ``replies[i](seq)`` bytes
+    (the notebook replaced the agent), then hangs up."""
+
+    def serve(code):
+        token = code.split("'")[1].encode()
+        while True:
+            conn, _ = _listener(kernel).accept()
+            if agent.read_message(conn, len(token)) == (token, []):
+                break
+        with conn:
+            for reply in replies:
+                request = agent.read_message(conn, agent.MAX_REQUEST_BYTES)
+                if request is None:
+                    return
+                with contextlib.suppress(OSError):  # the judge hung up
+                    conn.sendall(reply(json.loads(request[0])["seq"]))
+
+    return serve
+
+
+ONES = np.ones(1000, dtype="<f4")
+
+
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        (lambda seq: array_reply(seq, honest_header(ONES), ONES.tobytes()[:100]), "stopped"),
+        (
+            lambda seq: array_reply(seq, agent.ARRAY.pack(10, 2, 4000) + b"\0" * 16, b""),
+            "do not make 4000 bytes",
+        ),
+        (lambda seq: array_reply(seq, agent.ARRAY.pack(99, 1, 8) + b"\0" * 8, b""), "dtype code"),
+        (
+            lambda seq: array_reply(
+                seq, agent.ARRAY.pack(2, 1, 2**33) + agent.DIM.pack(2**33), b""
+            ),
+            "larger than allowed",
+        ),
+    ],
+    ids=["truncated_payload", "shape_lies", "dtype_off_the_allowlist", "over_the_bound"],
+)
+def test_a_forged_array_frame_fails_only_its_check(tmp_path, reply, message):
+    kernel = FakeKernel(x=torch.ones(1000))
+    honest = forged_agent(
+        kernel, [lambda seq: array_reply(seq, honest_header(ONES), ONES.tobytes())]
+    )
+    got, _, _, _ = judged(tmp_path, kernel, lambda ns: ns["x"].sum().item(), honest)
+    assert got == 1000.0  # the control: the same reply, honest
+
+    def work(ns):
+        with pytest.raises(KernelFault, match=message):
+            ns["x"]
+        return "failed"
+
+    assert judged(tmp_path, kernel, work, forged_agent(kernel, [reply]))[0] == "failed"
+    assert judged(tmp_path, kernel, lambda ns: ns["x"].sum().item())[0] == 1000.0
+
+
+def test_an_over_long_payload_is_not_read_as_its_array_and_costs_the_rest_of_the_check(tmp_path):
+    kernel = FakeKernel(x=torch.ones(1000))
+    after = b"\xff" * 64  # read as the next reply's header: larger than allowed
+
+    def reply(seq):
+        return array_reply(seq, honest_header(ONES), ONES.tobytes(), after)
+
+    def work(ns):
+        first = ns["x"]
+        with pytest.raises(KernelFault, match="larger than allowed"):
+            ns["x"]
+        return first
+
+    got = judged(tmp_path, kernel, work, forged_agent(kernel, [reply, reply]))[0]
+    assert got.shape == (1000,) and got.sum().item() == 1000.0  # exactly its own bytes
+
+
+def test_a_frame_written_after_its_check_ended_reaches_no_later_check(tmp_path):
+    kernel = FakeKernel(f=lambda: torch.arange(4.0))
+    kept = []
+
+    def keep(conn):  # a student's thread keeps a copy of the agent's connection
+        kept.append(socket.socket(fileno=os.dup(conn.fileno())))
+
+    judged(tmp_path, kernel, lambda ns: ns["f"](), _agent_with(kernel, keep))
+    late = array_reply(1, honest_header(np.full(4, 9.0, "<f4")), np.full(4, 9.0, "<f4").tobytes())
+    with contextlib.suppress(OSError):  # the judge hung up: nobody reads it
+        kept[0].sendall(late)
+    kept[0].close()
+    got, _, _, _ = judged(tmp_path, kernel, lambda ns: [ns["f"]() for _ in range(3)])
+    assert [g.tolist() for g in got] == [[0.0, 1.0, 2.0, 3.0]] * 3
 
 
 def test_an_agent_that_was_never_installed_fails_every_request(tmp_path):

@@ -27,7 +27,7 @@ PACKAGE = Path(attncourse.__file__).parent
 
 # Lowest first: a module may import its own layer and those below it, never one above.
 LAYERS = {
-    "names and defaults": ["attncourse", "attncourse.constants"],
+    "names and defaults": ["attncourse", "attncourse.constants", "attncourse.upstream"],
     "course files and notebooks": [
         "attncourse.course",
         "attncourse.cells",

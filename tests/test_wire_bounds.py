@@ -68,8 +68,8 @@ class Replies:
     def __init__(self, text):
         self.text = text
 
-    def send(self, request):
-        return self.text.replace('"seq": 0', f'"seq": {json.loads(request)["seq"]}')
+    def send(self, request, arrays=()):
+        return self.text.replace('"seq": 0', f'"seq": {json.loads(request)["seq"]}'), []
 
 
 def test_the_session_reports_a_refused_reply_as_a_kernel_fault():

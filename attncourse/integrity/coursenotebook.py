@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import nbformat
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import ClearHiddenTests
 
+from attncourse import upstream
 from attncourse.cells import grade_id
 from attncourse.course import source_notebook
 from attncourse.integrity.scanner import BASE_PROTECTED, import_bindings, parse
@@ -39,7 +39,7 @@ def normalize(source):
 def without_hidden_tests(source):
     """``source`` with nbgrader's hidden-test region removed (what students were shown)."""
     cell = nbformat.v4.new_code_cell(source)
-    ClearHiddenTests()._remove_hidden_test_region(cell)
+    upstream.without_hidden_tests(cell)
     return cell.source
 
 

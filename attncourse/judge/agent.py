@@ -3,11 +3,13 @@
 The judge sends this file's text to the kernel once (:func:`install`), which
 listens on a Unix socket in the kernel's run directory; at each test cell one
 execution serves the judge's requests over one connection, a length-prefixed
-frame each way per request, until the judge sends the empty frame. It holds no
-reference, no threshold and no seed: a request names an operation on the
+message each way per request, until the judge sends the empty message. A message is
+a JSON text and the arrays it refers to, each as a typed header (its dtype's code in
+:data:`DTYPES`, its shape, its byte count) and its raw bytes (:func:`write_message`).
+It holds no reference, no threshold and no seed: a request names an operation on the
 student's objects (look a name up, get an attribute, call), carries its
 arguments as plain data, and the reply carries plain data back — numbers,
-strings, tuples, lists and arrays as ``.npy`` bytes — or an opaque handle for
+strings, tuples, lists and arrays — or an opaque handle for
 any other object (a class, a model), which the judge may pass back in a later
 request. Nothing in a reply is trusted: the student's code may rewrite this
 agent, forge replies or lie about its objects, and the judge still believes
@@ -17,7 +19,6 @@ The module has no imports from ``attncourse`` so that it can run as text in
 the kernel; :func:`make_server` is also used in-process by the fast tests.
 """
 
-import base64
 import contextlib
 import io
 import json
@@ -28,8 +29,16 @@ import struct
 import numpy
 import torch
 
-HEADER = struct.Struct("!I")  # a frame's length, before its bytes
-MAX_REQUEST_BYTES = 256 * 2**20  # a longer request frame ends the connection
+HEADER = struct.Struct("!II")  # a message: its JSON's length, then how many arrays follow it
+ARRAY = struct.Struct("!BBQ")  # an array: its dtype's code, its dimensions, its byte count
+DIM = struct.Struct("!Q")  # each dimension's length, after the array's header
+# The dtypes an array may travel as (its code: the index here), little-endian, C order.
+DTYPES = (
+    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+    "float16", "float32", "float64",
+)  # fmt: skip
+MAX_NDIM = 32
+MAX_REQUEST_BYTES = 256 * 2**20  # a longer request message ends the connection
 MAX_ITEMS = 10_000  # items in one returned tuple, list or dict
 MAX_DEPTH = 8
 MAX_TEXT = 100_000  # characters of a returned string or of captured output
@@ -54,8 +63,9 @@ TENSORS = (torch.Tensor, torch.nn.Parameter)
 FLOAT_LIKE = (torch.bfloat16, torch.float16)
 
 
-def _array(value, lib):
-    """An array as {"t": "array", ...} with its .npy bytes, or a refusal that says why."""
+def _array(value, lib, frames):
+    """An array as {"t": "array", "frame": k, ...}, its data put in ``frames`` as the k-th
+    array of the message, or a refusal that says why."""
     cls = f"{type(value).__module__}.{type(value).__qualname__}"
     if lib == "torch":
         if type(value) not in TENSORS:
@@ -72,17 +82,16 @@ def _array(value, lib):
         if type(value) is not numpy.ndarray:
             return {"t": "refused", "cls": cls, "why": "a subclass of numpy.ndarray"}
         dtype, device, data = str(value.dtype), "cpu", value
-        if data.dtype.kind not in "biuf":
+        if data.dtype.kind not in "biuf" or data.dtype.name not in DTYPES:
             return {"t": "refused", "cls": cls, "why": f"an array of dtype {dtype}"}
-    buffer = io.BytesIO()
-    numpy.save(buffer, numpy.ascontiguousarray(data), allow_pickle=False)
+    frames.append(data)
     return {
         "t": "array",
         "lib": lib,
         "cls": cls,
         "dtype": dtype,
         "device": device,
-        "npy": base64.b64encode(buffer.getvalue()).decode("ascii"),
+        "frame": len(frames) - 1,
     }
 
 
@@ -92,6 +101,7 @@ class _Server:
     def __init__(self, namespace):
         self.namespace = namespace
         self.handles = []
+        self.frames = []  # the arrays of the reply being built
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     # ------------------------------------------------------------- plain data out
@@ -125,9 +135,9 @@ class _Server:
                 "cls": "torch.Size",
             }
         if isinstance(value, torch.Tensor):
-            return _array(value, "torch")
+            return _array(value, "torch", self.frames)
         if isinstance(value, numpy.ndarray):
-            return _array(value, "numpy")
+            return _array(value, "numpy", self.frames)
         if type(value) in (tuple, list) and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
             return {"t": type(value).__name__, "items": [self.encode(v, depth + 1) for v in value]}
         if type(value) is dict and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
@@ -153,21 +163,21 @@ class _Server:
 
     # ---------------------------------------------------------------- plain data in
 
-    def decode(self, item):
+    def decode(self, item, arrays):
         t = item["t"]
         if t in ("none", "bool", "int", "str"):
             return item.get("v")
         if t == "float":
             return float(item["v"])
         if t in ("tuple", "list"):
-            items = [self.decode(v) for v in item["items"]]
+            items = [self.decode(v, arrays) for v in item["items"]]
             return tuple(items) if t == "tuple" else items
         if t == "dict":
-            return {k: self.decode(v) for k, v in item["items"].items()}
+            return {k: self.decode(v, arrays) for k, v in item["items"].items()}
         if t == "handle":
             return self.handles[item["id"]]
         if t == "array":
-            data = numpy.load(io.BytesIO(base64.b64decode(item["npy"])), allow_pickle=False)
+            data = arrays[item["frame"]]
             if item["lib"] == "numpy":
                 return data
             tensor = torch.from_numpy(data.copy())
@@ -180,7 +190,7 @@ class _Server:
 
     # ------------------------------------------------------------------ operations
 
-    def run(self, request):
+    def run(self, request, arrays):
         op = request["op"]
         if op == "hello":
             return {"device": str(self.device)}
@@ -190,22 +200,22 @@ class _Server:
                 return {"missing": True}
             return {"value": self.encode(self.namespace[name])}
         if op == "getattr":
-            obj = self.decode(request["obj"])
+            obj = self.decode(request["obj"], arrays)
             try:
                 value = getattr(obj, request["name"])
             except AttributeError:
                 return {"missing": True}
             return {"value": self.handle(value) if request.get("ref") else self.encode(value)}
         if op == "isinstance":
-            obj = self.decode(request["obj"])
+            obj = self.decode(request["obj"], arrays)
             kinds = {"module": torch.nn.Module, "linear": torch.nn.Linear, "type": type}
             kind = request["kind"]
-            other = kinds[kind] if type(kind) is str else self.decode(kind)
+            other = kinds[kind] if type(kind) is str else self.decode(kind, arrays)
             return {"value": {"t": "bool", "v": is_instance(obj, other)}}
         if op == "call":
-            func = self.decode(request["func"])
-            args = [self.decode(a) for a in request["args"]]
-            kwargs = {k: self.decode(v) for k, v in request.get("kwargs", {}).items()}
+            func = self.decode(request["func"], arrays)
+            args = [self.decode(a, arrays) for a in request["args"]]
+            kwargs = {k: self.decode(v, arrays) for k, v in request.get("kwargs", {}).items()}
             out = io.StringIO()
             grad = torch.no_grad() if request.get("no_grad") else contextlib.nullcontext()
             with contextlib.redirect_stdout(out), grad:
@@ -216,11 +226,13 @@ class _Server:
             return reply
         raise ValueError(f"unknown operation {op!r}")
 
-    def serve(self, text):
-        """Answer one JSON request; any exception of the student's code is reported as data."""
+    def serve(self, text, arrays=()):
+        """Answer one JSON request (and its arrays): the reply's text and arrays. Any
+        exception of the student's code is reported as data."""
         request = json.loads(text)
+        self.frames = []
         try:
-            return json.dumps({**self.run(request), "seq": request.get("seq")})
+            return json.dumps({**self.run(request, arrays), "seq": request.get("seq")}), self.frames
         except BaseException as error:  # noqa: BLE001 - the student's error is the answer
             if isinstance(error, KeyboardInterrupt):
                 raise
@@ -228,7 +240,7 @@ class _Server:
                 "raised": {"type": _text(type(error), "__name__", 100), "message": _text(error)}
             }
         reply["seq"] = request.get("seq")
-        return json.dumps(reply)
+        return json.dumps(reply), []
 
 
 def _text(obj, attr=None, limit=2000):
@@ -240,42 +252,83 @@ def _text(obj, attr=None, limit=2000):
 
 
 def make_server(namespace):
-    """A request handler over ``namespace`` (the notebook's globals): text in, text out."""
+    """A request handler over ``namespace`` (the notebook's globals): (text, arrays) in,
+    (text, arrays) out."""
     return _Server(namespace).serve
 
 
 def read_exact(conn, size):
     """``size`` bytes from the socket ``conn``, or None when the peer closed it first."""
     data = bytearray(size)
-    view, got = memoryview(data), 0
-    while got < size:
+    return data if _fill(conn, memoryview(data)) else None
+
+
+def _fill(conn, view):
+    got = 0
+    while got < len(view):
         n = conn.recv_into(view[got:])
         if n == 0:
-            return None
+            return False
         got += n
-    return bytes(data)
+    return True
 
 
-def write_frame(conn, data):
-    """Send ``data`` as one frame: its length, then its bytes."""
-    conn.sendall(HEADER.pack(len(data)))
-    conn.sendall(data)
+def write_message(conn, data, arrays=()):
+    """Send ``data`` (bytes) and ``arrays`` as one message: its header, its bytes, then each
+    array's header, shape and raw bytes (C order, little-endian: as numpy keeps them here)."""
+    conn.sendall(HEADER.pack(len(data), len(arrays)) + data)
+    for array in arrays:
+        array = numpy.asarray(array, dtype=array.dtype.newbyteorder("<"), order="C")
+        code = DTYPES.index(array.dtype.name)
+        dims = b"".join(DIM.pack(n) for n in array.shape)
+        conn.sendall(ARRAY.pack(code, array.ndim, array.nbytes) + dims)
+        if array.nbytes:
+            conn.sendall(memoryview(array.reshape(-1)).cast("B"))
 
 
-def read_frame(conn, limit):
-    """The next frame's bytes; None at the peer's close, at an empty frame (the judge is done)
-    or at a frame longer than ``limit``."""
+def read_message(conn, limit):
+    """The next message's (bytes, arrays); None at the peer's close, at an empty message
+    (the judge is done) or at a message longer than ``limit`` in all."""
     header = read_exact(conn, HEADER.size)
     if header is None:
         return None
-    (size,) = HEADER.unpack(header)
-    return read_exact(conn, size) if 0 < size <= limit else None
+    size, count = HEADER.unpack(header)
+    if not 0 < size <= limit:
+        return None
+    data = read_exact(conn, size)
+    arrays, used = [], size
+    for _ in range(count if data is not None else 0):
+        head = read_exact(conn, ARRAY.size)
+        if head is None:
+            return None
+        code, ndim, nbytes = ARRAY.unpack(head)
+        dims = read_exact(conn, DIM.size * ndim) if ndim <= MAX_NDIM else None
+        used += nbytes
+        if dims is None or code >= len(DTYPES) or used > limit:
+            return None
+        shape = tuple(DIM.unpack_from(dims, DIM.size * i)[0] for i in range(ndim))
+        dtype = numpy.dtype(DTYPES[code])
+        if _product(shape) * dtype.itemsize != nbytes:
+            return None
+        buffer = numpy.empty(nbytes, numpy.uint8)
+        if not _fill(conn, memoryview(buffer)):
+            return None
+        arrays.append(buffer.view(dtype).reshape(shape))
+    return (bytes(data), arrays) if data is not None else None
+
+
+def _product(shape):
+    total = 1
+    for n in shape:
+        total *= n
+    return total
 
 
 def serve_connection(conn, serve, limit=MAX_REQUEST_BYTES):
-    """Answer the request frames of ``conn`` with ``serve`` until ``read_frame`` says stop."""
-    while (request := read_frame(conn, limit)) is not None:
-        write_frame(conn, serve(request.decode("utf-8")).encode("utf-8"))
+    """Answer the request messages of ``conn`` with ``serve`` until ``read_message`` says stop."""
+    while (request := read_message(conn, limit)) is not None:
+        text, arrays = serve(request[0].decode("utf-8"), request[1])
+        write_message(conn, text.encode("utf-8"), arrays)
 
 
 def install(namespace, name, path):
@@ -294,7 +347,7 @@ def install(namespace, name, path):
             conn, _ = listener.accept()
             with conn:
                 try:
-                    if read_frame(conn, len(token)) != token.encode("ascii"):
+                    if read_message(conn, len(token)) != (token.encode("ascii"), []):
                         continue
                 except OSError:
                     continue

@@ -4,9 +4,11 @@
 agent is installed once per kernel (one execution) and listens in the kernel's run
 directory; each check opens one connection, which one execution in the kernel serves
 while the check runs in a thread of the grader (:meth:`PipeChannel.judge`), so a
-request costs a round trip of two frames, not an execution. :class:`LocalChannel`
-serves a namespace in this process, for the fast case tables. Both pass the same JSON
-text both ways, so the fast tests exercise the same encoding as real grading.
+request costs a round trip of two messages, not an execution. :class:`LocalChannel`
+serves a namespace in this process, for the fast case tables. Both carry a request's and
+a reply's JSON text and arrays through the same bytes (:func:`agent.write_message`, read
+back by :func:`wire.read_arrays`), so the fast tests exercise the same encoding as real
+grading.
 """
 
 import contextlib
@@ -16,7 +18,17 @@ import threading
 import time
 from pathlib import Path
 
-from attncourse.judge.agent import HEADER, MAX_REQUEST_BYTES, make_server, write_frame
+import numpy as np
+
+from attncourse.constants import MAX_REPLY_BYTES
+from attncourse.judge import wire
+from attncourse.judge.agent import (
+    HEADER,
+    MAX_REQUEST_BYTES,
+    make_server,
+    read_message,
+    write_message,
+)
 from attncourse.judge.remote import KernelFault
 
 AGENT_SOURCE = (Path(__file__).parent / "agent.py").read_text()
@@ -32,8 +44,54 @@ TIMED_OUT = "the call did not finish within the time limit"
 class LocalChannel:
     """The agent over a namespace of this process (tests; never for grading a student)."""
 
-    def __init__(self, namespace):
-        self.send = make_server(namespace)
+    def __init__(self, namespace: dict) -> None:
+        self._serve = make_server(namespace)
+
+    def send(self, text: str, arrays: list = ()) -> tuple[str, list[np.ndarray]]:
+        """The reply (its text and arrays) to a request, both carried as bytes."""
+        kernel = _Bytes()
+        write_message(kernel, text.encode("utf-8"), arrays)
+        data, received = read_message(kernel, MAX_REQUEST_BYTES)
+        text, arrays = self._serve(data.decode("utf-8"), received)
+        judge = _Bytes()
+        write_message(judge, text.encode("utf-8"), arrays)
+        return _read_reply(judge.recv_exactly, MAX_REPLY_BYTES)
+
+
+class _Bytes:
+    """A connection that keeps what is sent, to be received in turn."""
+
+    def __init__(self):
+        self._data, self._at = bytearray(), 0
+
+    def sendall(self, data):
+        self._data += data
+
+    def recv_into(self, view):
+        n = min(len(view), len(self._data) - self._at)
+        view[:n] = self._data[self._at : self._at + n]
+        self._at += n
+        return n
+
+    def recv_exactly(self, view):
+        if self.recv_into(view) < len(view):
+            raise ConnectionResetError("closed")
+
+
+def _read_reply(fill, limit):
+    """A reply's (text, arrays), read by ``fill(view)`` within ``limit`` bytes in all."""
+    header = bytearray(HEADER.size)
+    fill(memoryview(header))
+    size, count = HEADER.unpack(header)
+    if size > limit:
+        raise wire.ReplyError(f"the kernel's answer ({size} bytes) is larger than allowed")
+    data = bytearray(size)
+    fill(memoryview(data))
+    arrays = wire.read_arrays(fill, count, limit - size)
+    try:
+        return data.decode("utf-8"), arrays
+    except UnicodeDecodeError:
+        raise wire.ReplyError("not UTF-8") from None
 
 
 class PipeChannel:
@@ -44,8 +102,9 @@ class PipeChannel:
     one call may take; when a call runs over, ``stop(served)`` is called (in the check's
     thread) to interrupt the kernel, and to kill it if ``served`` (an Event, set when the
     serving execution ended) is not set soon. A reply is read only up to
-    ``max_reply_bytes``: a longer one, a closed connection or a late one is a
-    :class:`KernelFault`, and so is every later request of that check.
+    ``max_reply_bytes`` (its text and arrays together): a longer one, a malformed one, a
+    closed connection or a late one is a :class:`KernelFault`, and so is every later
+    request of that check.
     """
 
     def __init__(self, execute, path, max_reply_bytes, timeout, stop, grace):
@@ -84,7 +143,7 @@ class PipeChannel:
         try:
             conn.settimeout(max(self._timeout(), 0.001))
             conn.connect(self.path)
-            write_frame(conn, token.encode("ascii"))
+            write_message(conn, token.encode("ascii"))
         except OSError:
             conn.close()
             self._drop(LOST)
@@ -124,22 +183,32 @@ class PipeChannel:
             raise box["error"]
         return box["result"]
 
-    def send(self, text):
+    def send(self, text: str, arrays: list = ()) -> tuple[str, list[np.ndarray]]:
+        """The kernel's reply (its text and arrays) to the request ``text`` with ``arrays``."""
         conn = self._conn
         if conn is None:
             raise KernelFault(self._why)
         data = text.encode("utf-8")
-        if len(data) > MAX_REQUEST_BYTES:
-            raise KernelFault(f"a request of {len(data)} bytes is more than the channel carries")
+        size = len(data) + sum(a.nbytes for a in arrays)
+        if size > MAX_REQUEST_BYTES:
+            raise KernelFault(f"a request of {size} bytes is more than the channel carries")
         deadline = time.monotonic() + self._timeout()
+
+        def fill(view):
+            _receive_into(conn, view, deadline)
+
         try:
             conn.settimeout(max(deadline - time.monotonic(), 0.001))
-            write_frame(conn, data)
-            (size,) = HEADER.unpack(_receive(conn, HEADER.size, deadline))
-            if size > self.max_reply_bytes:
-                self._drop(f"the kernel's answer ({size} bytes) is larger than allowed")
-                raise KernelFault(self._why)
-            reply = _receive(conn, size, deadline)
+            write_message(conn, data, arrays)
+            return _read_reply(fill, self.max_reply_bytes)
+        except wire.ReplyError as error:
+            why = str(error)
+            self._drop(
+                why
+                if why.startswith("the kernel")
+                else f"the kernel's answer was not readable ({why})"
+            )
+            raise KernelFault(self._why) from None
         except TimeoutError:
             self._drop(TIMED_OUT)
             self._stop(self._served)
@@ -147,11 +216,6 @@ class PipeChannel:
         except OSError:
             self._drop(STOPPED)
             raise KernelFault(STOPPED) from None
-        try:
-            return reply.decode("utf-8")
-        except UnicodeDecodeError:
-            self._drop("the kernel's answer was not readable (not UTF-8)")
-            raise KernelFault(self._why) from None
 
     def close(self):
         """The check is done: tell the kernel (an empty frame) and close the connection."""
@@ -159,7 +223,7 @@ class PipeChannel:
         if conn is not None:
             with contextlib.suppress(OSError):
                 conn.settimeout(1.0)
-                conn.sendall(HEADER.pack(0))
+                conn.sendall(HEADER.pack(0, 0))
         self._drop(LOST)
 
     def abort(self):
@@ -175,14 +239,12 @@ class PipeChannel:
             conn.close()
 
 
-def _receive(conn, size, deadline):
-    """``size`` bytes of ``conn`` before ``deadline`` (TimeoutError), or OSError if it closed."""
-    data = bytearray(size)
-    view, got = memoryview(data), 0
+def _receive_into(conn, view, deadline):
+    """Fill ``view`` from ``conn`` before ``deadline`` (TimeoutError), or OSError if it closed."""
+    got, size = 0, len(view)
     while got < size:
         conn.settimeout(max(deadline - time.monotonic(), 0.001))
         n = conn.recv_into(view[got:])
         if n == 0:
             raise ConnectionResetError("closed")
         got += n
-    return bytes(data)

@@ -37,12 +37,15 @@ class Session:
         self.channel = channel
         self._seq = itertools.count()
         self._remotes = {}
+        self._outbox = []  # the arrays of the request being built (see encode)
+        self._frames = []  # the arrays of the last reply
         self.requests = 0  # sent so far (the bench's profile reads it)
 
     def request(self, op, **fields):
         seq = next(self._seq)
         self.requests += 1
-        text = self.channel.send(json.dumps({"op": op, "seq": seq, **fields}))
+        arrays, self._outbox = self._outbox, []
+        text, self._frames = self.channel.send(json.dumps({"op": op, "seq": seq, **fields}), arrays)
         try:
             reply = wire.parse_reply(text)
         except wire.ReplyError as error:
@@ -58,7 +61,7 @@ class Session:
 
     def value(self, reply):
         try:
-            return wire.decode(reply.get("value"), self._remote)
+            return wire.decode(reply.get("value"), self._remote, frames=self._frames)
         except wire.ReplyError as error:
             raise KernelFault(f"the kernel's answer was not plain data ({error})") from None
 
@@ -71,7 +74,7 @@ class Session:
         def handle_id(obj):
             return obj._id if isinstance(obj, Remote) and obj._session is self else None
 
-        return wire.encode(value, handle_id)
+        return wire.encode(value, handle_id, self._outbox)
 
 
 class Remote:

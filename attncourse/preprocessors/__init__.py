@@ -16,9 +16,11 @@ Autograde, sanitize stage (before any cell runs):
 Autograde, run stage:
 
 * :mod:`~attncourse.preprocessors.resilientexecute` — student cells in the sandboxed
-  kernel, each test cell's verdict from the judge; a crash costs its cell (its kernels'
-  private directories and the kernel started ahead are the sandbox's
-  :mod:`~attncourse.sandbox.workspace` and :mod:`~attncourse.sandbox.sparekernel`);
+  kernel, each test cell's verdict from the judge; a crash costs its cell. It composes
+  :mod:`~attncourse.preprocessors.kernellife` (the kernel started, interrupted, killed,
+  restarted and replayed; its private directories and the kernel started ahead are the
+  sandbox's :mod:`~attncourse.sandbox.workspace` and :mod:`~attncourse.sandbox.sparekernel`)
+  and :mod:`~attncourse.preprocessors.judgesession` (the checks, the secret, the channel);
 * :mod:`~attncourse.preprocessors.inertoutputs` — student output kept as text and raster
   images only (also for feedback and formgrader's pages);
 * :mod:`~attncourse.preprocessors.stderrasdisplay` — a warning on stderr no longer fails a test;

@@ -23,6 +23,7 @@ from attncourse.sandbox.cgroups import cgroup_prefix, memory_cgroup_parent, remo
 from attncourse.sandbox.forkclient import launcher_pid_file
 from attncourse.sandbox.forkstart import fork_server
 from attncourse.sandbox.proctree import strays
+from attncourse.upstream import ResourceCleanup, launch_args
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -42,7 +43,7 @@ def kernel_files() -> list[Path]:
     return files
 
 
-class SandboxKernelManager(AsyncKernelManager):
+class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
     """A kernel manager whose kernels run in the sandbox, reached over ipc sockets.
 
     ``sandbox_run`` (private directory for sockets and the connection file) must
@@ -146,21 +147,18 @@ class SandboxKernelManager(AsyncKernelManager):
             "limit": self.cgroup_memory_mb * 2**20,
         }
 
-    async def _async_cleanup_resources(self, restart=False):
-        """As jupyter_client's, and remove the kernel's cgroup (killing what is left in it)."""
-        await super()._async_cleanup_resources(restart=restart)
+    def resources_cleaned(self, restart: bool) -> None:
+        """After jupyter_client's cleanup, remove the kernel's cgroup (killing what is left in it)."""
         if self.enabled and self.sandbox_run is not None:
             cgroup = self._cgroup()
             if "parent" in cgroup:
                 remove_cgroups(cgroup["parent"], cgroup["prefix"])
 
-    cleanup_resources = _async_cleanup_resources
-
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)
         if not self.enabled or self.sandbox_run is None:
             return cmd
-        work = self._launch_args.get("cwd") or os.getcwd()
+        work = launch_args(self).get("cwd") or os.getcwd()
         launcher = [
             sys.executable,
             "-m",
