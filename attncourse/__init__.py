@@ -54,4 +54,5 @@ Course files and notebooks
 
 Names and defaults
     ``constants``     every shared name, limit, budget and default, read from here
+    ``upstream``      every private name of nbclient, jupyter_client and nbgrader used, behind one adapter
 """
