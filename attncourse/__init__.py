@@ -44,6 +44,7 @@ Course files and notebooks
     ``pointers``      where a message points, as the student sees it: part, function, line
     ``pointing``      the words of those pointers: pure functions, shipped with the students' prover
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
+    ``handoffs``      what crosses each boundary of a submission's route: one frozen dataclass each
     ``status``        what became of a submission: graded, or untouched, unreadable, missing
     ``submissions``   submissions built from the release (solution, named mistakes)
     ``gradebook``     scores read from a gradebook, one student's results written to it

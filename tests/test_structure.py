@@ -35,6 +35,7 @@ LAYERS = {
         "attncourse.pointing",
         "attncourse.pointers",
         "attncourse.runrecord",
+        "attncourse.handoffs",
         "attncourse.status",
         "attncourse.names",
         "attncourse.submissions",
