@@ -24,7 +24,7 @@ from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Dict, Float, Integer, Unicode, default
+from traitlets import Bool, Dict, Float, Instance, Integer, Unicode, default
 
 from attncourse import constants
 from attncourse.cells import is_test_cell
@@ -35,9 +35,10 @@ from attncourse.judge.remote import KernelFault, Session, StudentNamespace
 from attncourse.pointers import cell_places, located_cells
 from attncourse.roster import roster_reader
 from attncourse.runrecord import RunRecord
-from attncourse.sandbox import sparekernel
 from attncourse.sandbox.filesystem import JUDGE_SOCKET
+from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
+from attncourse.sandbox.sparekernel import SpareKernel
 from attncourse.sandbox.workspace import Workspace
 
 
@@ -82,6 +83,25 @@ class ResilientExecute(Execute):
         constants.MAX_REPLY_BYTES, help="Largest answer the kernel may send the judge for one call."
     ).tag(config=True)
 
+    spare = Instance(
+        SpareKernel,
+        help="The process's spare kernel (nbgrader_config.py makes one per process; a grading "
+        "process passes its own, shared by its students).",
+    ).tag(config=True)
+    fork_servers = Instance(
+        ForkServers,
+        help="The process's fork servers, given to every kernel manager (made and passed "
+        "in as ``spare`` is).",
+    ).tag(config=True)
+
+    @default("spare")
+    def _own_spare(self) -> SpareKernel:
+        return SpareKernel()
+
+    @default("fork_servers")
+    def _own_fork_servers(self) -> ForkServers:
+        return ForkServers()
+
     def __init__(self, **kw):
         # nbgrader's Execute passes its own kernel manager as an argument, which no
         # configuration overrides: ours goes first.
@@ -109,7 +129,7 @@ class ResilientExecute(Execute):
         self._output_bytes = defaultdict(int)
         self._truncated = set()
         kernel_name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", "")
-        self._workspace, self._adopt = sparekernel.take(self._spare_key(kernel_name))
+        self._workspace, self._adopt = self.spare.take(self._spare_key(kernel_name))
         meta = resources.setdefault("metadata", {})
         original = meta.get("path")
         if original and os.path.isdir(original):
@@ -144,19 +164,21 @@ class ResilientExecute(Execute):
             return self.km
         km = super().create_kernel_manager()
         if isinstance(km, SandboxKernelManager):
+            km.fork_servers = self.fork_servers
             km.use_run_dir(self._workspace.run)
         return km
 
     async def _async_start_spare(self):
         """Launch the kernel for the next notebook now, so its start overlaps this one's run."""
-        if not self.prewarm or sparekernel.waiting():
+        if not self.prewarm or self.spare.waiting():
             return
         workspace = Workspace()
         km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config)
         if isinstance(km, SandboxKernelManager):
+            km.fork_servers = self.fork_servers
             km.use_run_dir(workspace.run)
         key = self._spare_key(self.kernel_name)
-        await sparekernel.start(key, km, workspace, self.extra_arguments)
+        await self.spare.start(key, km, workspace, self.extra_arguments)
 
     async def async_start_new_kernel(self, **kwargs):
         self._kernel_started = time.monotonic()

@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Instance, Integer, List, Unicode, default
 
 from attncourse import constants
 from attncourse.sandbox import KERNEL_MODULES
 from attncourse.sandbox.cgroups import cgroup_prefix, memory_cgroup_parent, remove_cgroups
 from attncourse.sandbox.forkclient import launcher_pid_file
-from attncourse.sandbox.forkstart import fork_server
+from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.proctree import strays
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -94,6 +94,16 @@ class SandboxKernelManager(AsyncKernelManager):
         "tests point it elsewhere).",
     )
 
+    fork_servers = Instance(
+        ForkServers,
+        help="The grading process's fork servers (ResilientExecute passes its own); a kernel "
+        "manager made alone gets one of its own.",
+    )
+
+    @default("fork_servers")
+    def _own_fork_servers(self) -> ForkServers:
+        return ForkServers()
+
     sandbox_run = None
 
     def use_run_dir(self, run: str | os.PathLike) -> None:
@@ -116,7 +126,7 @@ class SandboxKernelManager(AsyncKernelManager):
             "run": self.sandbox_run,
             "work": str(work),
             "connection_file": self.connection_file,
-            "fork_server": fork_server(self.preload) if self.fork_server else None,
+            "fork_server": self.fork_servers.socket(self.preload) if self.fork_server else None,
             "keep": sorted(os.path.realpath(p) for p in keep),
             "tmpfs_mb": self.tmpfs_mb,
             "cgroup": cgroup,
