@@ -174,9 +174,7 @@ def where_time_goes(extra, records):
         "kernel start with the course helpers (torch), sandboxed, started afresh": _median(
             lambda: _kernel_start(extra, True)
         ),
-        "fork server start: import torch and the helpers (once per worker)": _timed_server(
-            servers
-        ),
+        "fork server start: import torch and the helpers (once per worker)": _timed_server(servers),
         "kernel start with the course helpers, sandboxed, from the fork server": _median(
             lambda: _kernel_start(extra, True, fork_servers=servers)
         ),
