@@ -65,6 +65,9 @@ c.SandboxKernelManager.file_size_mb = 64
 c.SandboxKernelManager.cgroup_memory_mb = 3072
 # One scratch tmpfs per kernel (MiB): /tmp, /var/tmp, /dev/shm and what it writes to its copy.
 c.SandboxKernelManager.tmpfs_mb = 256
+# GPU memory (MiB) each kernel may pin on a card it shares, held by the grader's CUDA MPS daemon;
+# also how many kernels a GPU's free memory holds by default (0: no limit, lanes from cores only).
+c.SandboxKernelManager.gpu_memory_mb = 4096
 # No network for the kernel (a network namespace); as root, a fresh uid per kernel.
 c.SandboxKernelManager.isolate_network = True
 c.SandboxKernelManager.drop_privileges = True

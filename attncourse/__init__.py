@@ -10,6 +10,7 @@ Command line and commands
     ``gradingsummary`` the end of ``attncourse grade``: per student, then graded and not apart
     ``worker/``       what a Dask worker does for one student, by the process each part runs in
     ``cluster``       where grading runs: a local or a running Dask cluster
+    ``gpulanes``      kernels per GPU on a GPU grader, each held to its share by CUDA MPS
     ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
     ``demo``          ``make demo``: the whole workflow on bundled submissions
     ``bench``         ``make bench``: seconds per submission, and where they go

@@ -45,13 +45,29 @@ from attncourse.cluster import (
     grading_client,
     slots_by_host,
     task_resources,
+    visible_gpus,
 )
-from attncourse.constants import AUTOGRADED, RELEASE, RUN_RECORDS, SUBMITTED, default_workers
+from attncourse.constants import (
+    AUTOGRADED,
+    RELEASE,
+    RUN_RECORDS,
+    SUBMITTED,
+    cores,
+    default_workers,
+)
 from attncourse.course import (
     configured_course_id,
     configured_db_url,
     course_config,
     notebook_path,
+)
+from attncourse.gpulanes import (
+    GpuLanes,
+    LanesRefused,
+    gpus_with_memory,
+    mps_available,
+    mps_daemon,
+    plan_lanes,
 )
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
 from attncourse.gradingsummary import outcome_of, print_summary
@@ -200,6 +216,15 @@ def grade(
     if not students:
         print(f"no submissions: nothing in {course}/submitted/*/{assignment}/", file=out)
         return 0, {}
+    gpus = [] if scheduler else gpus_with_memory(visible_gpus())
+    lanes = None
+    if gpus:  # a GPU grader: its lanes are planned (or refused) before anything else
+        try:
+            lanes = gpu_lanes(config, settings, gpus, workers)
+        except LanesRefused as e:
+            print(f"attncourse grade: {e}", file=out)
+            return 2, {}
+        print(f"GPU grader: {lanes.why}", file=out)
     run_dir = course / AUTOGRADED / RUN_RECORDS / assignment
     run_dir.mkdir(parents=True, exist_ok=True)
     results = {}
@@ -235,11 +260,18 @@ def grade(
         late_penalty.init_plugin()
         local_workers = min(workers or default_workers(), len(todo))
         with (
+            mps_daemon(gpus, lanes.kernel_mb if lanes else 0) as mps_pipe,
             grading_client(
-                scheduler, local_workers, settings.kernels_per_gpu, settings.worker_wait
+                scheduler, local_workers, lanes, mps_pipe, settings.worker_wait
             ) as client,
             Gradebook(db_url, course_id) as gb,
         ):
+            if lanes and lanes.kernel_mb and not mps_pipe:
+                print(
+                    "GPU grader: WARNING: the CUDA MPS daemon did not start; kernels sharing "
+                    "a GPU have no memory limit each",
+                    file=out,
+                )
 
             def save(student: str, done: TaskResult | str) -> None:
                 if isinstance(done, str):  # grading failed for good: the record the job began
@@ -308,6 +340,17 @@ def grade(
     print_summary(summary, [results[s] for s in sorted(results)], out)
     failed = [s for s, r in results.items() if r.status == "error"]
     return (1 if failed else 0), results
+
+
+def gpu_lanes(config: Any, settings: CourseGrading, gpus: list, workers: int | None) -> GpuLanes:
+    """The kernels each visible GPU runs: ``workers`` in all, else ``kernels_per_gpu`` per
+    GPU, else the default from the cores and each GPU's free memory, at
+    ``c.SandboxKernelManager.gpu_memory_mb`` per kernel. Raises ``LanesRefused``."""
+    from attncourse.sandbox.kernelmanager import SandboxKernelManager
+
+    kernel_mb = SandboxKernelManager(config=config).gpu_memory_mb
+    requested = workers or (settings.kernels_per_gpu * len(gpus) or None)
+    return plan_lanes(gpus, requested, cores(), kernel_mb, isolated=mps_available())
 
 
 def merged_rows(previous_summary: Path, rows: list[dict]) -> list[dict]:

@@ -65,6 +65,7 @@ LAYERS = {
     "commands": [
         "attncourse.worker",
         "attncourse.cluster",
+        "attncourse.gpulanes",
         "attncourse.pipeline",
         "attncourse.gradingsummary",
         "attncourse.autograde",

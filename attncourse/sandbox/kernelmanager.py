@@ -69,6 +69,12 @@ class SandboxKernelManager(AsyncKernelManager):
         "(address space), it holds on a GPU grader too. Needs root or a delegated cgroup; "
         "the protections say why it was refused.",
     ).tag(config=True)
+    gpu_memory_mb = Integer(
+        constants.GPU_MEMORY_MB,
+        help="GPU memory each kernel may pin on a card it shares with others (MiB, 0: none), "
+        "held by the grader's CUDA MPS daemon outside the kernel; on a GPU grader it also "
+        "sets how many kernels a GPU's free memory holds by default.",
+    ).tag(config=True)
     tmpfs_mb = Integer(
         constants.TMPFS_MB,
         help="Size of the kernel's one scratch tmpfs (MiB): its /tmp, /var/tmp, /dev/shm "
@@ -119,6 +125,9 @@ class SandboxKernelManager(AsyncKernelManager):
         # The environment's site-packages too: a venv may link to them (classroom/environment.py).
         keep = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
         keep |= set(map(str, kernel_files()))
+        mps_pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY") if cuda_present() else None
+        if mps_pipe:
+            keep.add(mps_pipe)  # the kernel reaches the grader's MPS daemon through it
         cgroup = self._cgroup()
         if "parent" in cgroup:
             remove_cgroups(cgroup["parent"])  # those of kernels whose launcher was killed
@@ -128,6 +137,7 @@ class SandboxKernelManager(AsyncKernelManager):
             "connection_file": self.connection_file,
             "fork_server": self.fork_servers.socket(self.preload) if self.fork_server else None,
             "keep": sorted(os.path.realpath(p) for p in keep),
+            "gpu": {"memory_mb": self.gpu_memory_mb, "mps_pipe": mps_pipe},
             "tmpfs_mb": self.tmpfs_mb,
             "cgroup": cgroup,
             "isolate_network": self.isolate_network,
