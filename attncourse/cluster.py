@@ -139,21 +139,21 @@ def grading_client(
         cluster.close()
 
 
-def task_resources(info):
+def task_resources(info: dict) -> dict | None:
     """What each student's task asks of a worker: ``{"GPU": 1}`` where a worker has GPUs."""
     has_gpu = any(w.get("resources", {}).get("GPU") for w in info["workers"].values())
     return {"GPU": 1} if has_gpu else None
 
 
-def slots_by_host(info):
+def slots_by_host(info: dict) -> dict[str, int]:
     """host -> grading slots (worker threads) the cluster has there."""
-    slots = {}
+    slots: dict[str, int] = {}
     for worker in info["workers"].values():
         slots[worker["host"]] = slots.get(worker["host"], 0) + worker["nthreads"]
     return slots
 
 
-def dashboard_of(client):
+def dashboard_of(client: Any) -> str | None:
     """The Dask dashboard's address, where the scheduler serves one (it needs bokeh there)."""
     if "dashboard" not in client.scheduler_info().get("services", {}):
         return None

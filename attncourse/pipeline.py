@@ -206,7 +206,7 @@ def grade(
     db_url = db_url or configured_db_url(course, config)
     course_id = configured_course_id(course, config)
     only_some = students is not None
-    students = list(students) if only_some else students_of(course, assignment)
+    students = list(students) if students is not None else students_of(course, assignment)
     if only_some:  # a typo is not a missing student: on neither the roster nor submitted/
         sqlite = db_url.removeprefix("sqlite:///")
         roster = () if sqlite != db_url and not Path(sqlite).exists() else roster_reader(db_url)()
@@ -427,7 +427,7 @@ def _graded(
 
     the_course = client.submit(_the_course, bundle, key=f"course-{run.assignment}-{bundle.run}")
     pending = list(todo)
-    futures = {}
+    futures: dict[Any, str] = {}
     done = as_completed()
 
     def send_more() -> None:

@@ -24,8 +24,9 @@ it. Here only regular files and folders pass:
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from traitlets.log import get_logger
 
@@ -53,7 +54,7 @@ def kind_of(mode: int) -> str | None:
     return KINDS.get(stat.S_IFMT(mode), "special file")
 
 
-def describe(path, mode: int, dir_fd: int | None = None) -> str:
+def describe(path: str | Path, mode: int, dir_fd: int | None = None) -> str:
     """What the entry at ``path`` is, with a symlink's target (read, never followed)."""
     what = kind_of(mode) or "regular file"
     if stat.S_ISLNK(mode):
@@ -64,7 +65,7 @@ def describe(path, mode: int, dir_fd: int | None = None) -> str:
     return what
 
 
-def special_entries(folder) -> list[tuple[str, Path, str]]:
+def special_entries(folder: str | os.PathLike) -> list[tuple[str, Path, str]]:
     """(relative path, path, what it is) of every entry under ``folder`` that is not a regular
     file or folder; never descends into or through one."""
     folder = Path(folder)
@@ -83,7 +84,7 @@ def special_entries(folder) -> list[tuple[str, Path, str]]:
     return found
 
 
-def refuse_submission(folder) -> list[str]:
+def refuse_submission(folder: str | os.PathLike) -> list[str]:
     """Remove every symlink and special file of the submission ``folder``, never following one.
 
     The student's folder and ``folder`` itself are checked too: if either is a link
@@ -129,7 +130,11 @@ class Refusals:
         return self  # the hook's and the plugin's: traitlets copies config values, this is shared
 
     def __call__(
-        self, assignment: str | None = None, student: str | None = None, notebooks=(), **_
+        self,
+        assignment: str | None = None,
+        student: str | None = None,
+        notebooks: list[str] | None = None,
+        **_: Any,
     ) -> None:
         log = get_logger()
         if not notebooks:
@@ -152,7 +157,11 @@ class Refusals:
         return list(self._by_folder.get(os.path.abspath(folder), []))
 
 
-def copy_plain_tree(src, dest, ignore=None) -> list[str]:
+def copy_plain_tree(
+    src: str | Path,
+    dest: str | Path,
+    ignore: Callable[[str, list[str]], Iterable[str]] | None = None,
+) -> list[str]:
     """Copy the regular files and folders under ``src`` to ``dest``; never follow a link.
 
     ``ignore(directory, names)`` works as for ``shutil.copytree`` (it only sees regular

@@ -616,3 +616,57 @@ def test_each_boundary_carries_a_frozen_dataclass():
         assert {k: hints.get(k) for k in expected} == expected, function.__qualname__
     job = {f.name: f.type for f in dataclasses.fields(handoffs.GradingJob)}
     assert "record" in job and "refused" not in job  # refusals travel in the run record only
+
+
+def _unannotated_public_functions(source):
+    """Qualified names of the public functions and methods in ``source`` that lack an
+    annotation of a parameter (``self``/``cls`` aside) or of the return."""
+    missing = []
+
+    def visit(body, prefix, in_class):
+        for node in body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                visit(node.body, f"{prefix}{node.name}.", True)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.name.startswith("_") and node.name != "__init__":
+                    continue
+                a = node.args
+                params = [
+                    *a.posonlyargs,
+                    *a.args,
+                    *a.kwonlyargs,
+                    *filter(None, [a.vararg, a.kwarg]),
+                ]
+                if in_class and params and params[0].arg in ("self", "cls"):
+                    params = params[1:]
+                if node.returns is None or any(p.annotation is None for p in params):
+                    missing.append(f"{prefix}{node.name}")
+
+    visit(ast.parse(source).body, "", False)
+    return missing
+
+
+def _typed_modules():
+    """The modules ``make lint`` type-checks, as pyproject.toml's [tool.mypy] lists them."""
+    import tomllib
+
+    files = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    paths = [PACKAGE.parent / f for f in files]
+    return sorted(p for path in paths for p in (path.rglob("*.py") if path.is_dir() else [path]))
+
+
+def test_the_type_checked_modules_annotate_every_public_function():
+    """mypy checks what is annotated; this checks that every public function of the route of a
+    submission is (pipeline, worker, sandbox, the hand-offs, the GPU lanes)."""
+    typed = _typed_modules()
+    names = {module_name(p) for p in typed}
+    assert {"attncourse.pipeline", "attncourse.handoffs", "attncourse.worker.task"} <= names
+    assert {"attncourse.sandbox.launcher", "attncourse.gpulanes"} <= names
+    missing = {
+        module_name(p): m for p in typed if (m := _unannotated_public_functions(p.read_text()))
+    }
+    assert missing == {}
+    control = (
+        "def f(x) -> int: ...\ndef g(x: int): ...\ndef _h(x): ...\nclass C:\n    def m(self): ..."
+    )
+    assert _unannotated_public_functions(control) == ["f", "g", "C.m"]

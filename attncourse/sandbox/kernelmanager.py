@@ -162,7 +162,7 @@ class SandboxKernelManager(AsyncKernelManager):
             return {"error": e.strerror or str(e)}
         return {
             "parent": parent,
-            "prefix": cgroup_prefix(self.sandbox_run),
+            "prefix": cgroup_prefix(str(self.sandbox_run)),
             "limit": self.cgroup_memory_mb * 2**20,
         }
 
@@ -180,12 +180,12 @@ class SandboxKernelManager(AsyncKernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         if not self.enabled or self.sandbox_run is None:
             return cmd
-        work = self._launch_args.get("cwd") or os.getcwd()
+        work = (self._launch_args or {}).get("cwd") or os.getcwd()
         launcher = [
             sys.executable,
             "-m",
             "attncourse.sandbox.launcher",
-            json.dumps(self.spec(work)),
+            json.dumps(self.spec(str(work))),
             "--",
         ]
         return launcher + cmd
@@ -201,7 +201,7 @@ class SandboxKernelManager(AsyncKernelManager):
         if not launcher:
             return 0
         try:  # the fork server's copy plays the launcher when there is one
-            launcher = int(Path(launcher_pid_file(self.sandbox_run)).read_text())
+            launcher = int(Path(launcher_pid_file(str(self.sandbox_run))).read_text())
         except (OSError, ValueError, TypeError):
             pass
         found = strays(launcher)

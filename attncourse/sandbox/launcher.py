@@ -32,6 +32,8 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from attncourse.sandbox.cgroups import create_cgroup, join_cgroup, remove_cgroup
 from attncourse.sandbox.filesystem import hide_filesystem
@@ -81,14 +83,16 @@ def _exec(cmd, env):
     os.execvpe(cmd[0], cmd, env)
 
 
-def launch(spec, cmd, start=_exec):
+def launch(
+    spec: dict, cmd: list[str], start: Callable[[list[str], dict[str, str]], Any] = _exec
+) -> int:
     """Set up the sandbox described by ``spec`` and run ``cmd`` in it; return its exit status.
 
     ``start(cmd, env)`` replaces the sandboxed child by the kernel (never returns):
     exec by default, the fork server's in-process kernel otherwise.
     """
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the grader died: so does the sandbox
-    got = {
+    got: dict = {
         "uid": None,
         "user_namespace": False,
         "mount_namespace": False,
@@ -244,7 +248,7 @@ def _wait_for(pid):
             return os.waitstatus_to_exitcode(status) % 256
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> NoReturn:
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(argv[0])
     cmd = argv[argv.index("--") + 1 :]

@@ -11,7 +11,7 @@ import os
 import signal
 from collections.abc import Hashable
 
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 
 from attncourse.sandbox.workspace import Workspace
@@ -21,7 +21,7 @@ class SpareKernel:
     """At most one kernel started ahead for this process's next notebook."""
 
     def __init__(self) -> None:
-        self._spare: tuple[Hashable, Workspace, KernelManager] | None = None
+        self._spare: tuple[Hashable, Workspace, AsyncKernelManager] | None = None
         atexit.register(self.discard)
 
     def __deepcopy__(self, memo: dict) -> "SpareKernel":
@@ -31,7 +31,7 @@ class SpareKernel:
         """Whether a spare kernel is started and not yet taken."""
         return self._spare is not None
 
-    def take(self, key: Hashable) -> tuple[Workspace, KernelManager | None]:
+    def take(self, key: Hashable) -> tuple[Workspace, AsyncKernelManager | None]:
         """The spare's workspace and kernel manager if it fits ``key``, else a fresh workspace
         and None (a spare that does not fit is killed)."""
         spare, self._spare = self._spare, None
@@ -42,7 +42,11 @@ class SpareKernel:
         return Workspace(), None
 
     async def start(
-        self, key: Hashable, km: KernelManager, workspace: Workspace, extra_arguments: list[str]
+        self,
+        key: Hashable,
+        km: AsyncKernelManager,
+        workspace: Workspace,
+        extra_arguments: list[str],
     ) -> None:
         """Start ``km``'s kernel in ``workspace`` as the spare for notebooks of ``key``."""
         await km.start_kernel(extra_arguments=list(extra_arguments), cwd=str(workspace.work))
@@ -55,7 +59,7 @@ class SpareKernel:
             _discard(spare)
 
 
-def _discard(spare: tuple[Hashable, Workspace, KernelManager]) -> None:
+def _discard(spare: tuple[Hashable, Workspace, AsyncKernelManager]) -> None:
     _, workspace, km = spare
     pgid = getattr(km.provisioner, "pgid", None)
     if pgid:

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from traitlets.config import Config
+
 from attncourse.constants import AUTOGRADED, GRADEBOOK, GRADER_DATA_MB, SUBMITTED
 from attncourse.course import notebook_path
 from attncourse.handoffs import AutogradeResult, GradingRequest
@@ -91,11 +93,9 @@ class Grader:
         graded = notebook_path(course, AUTOGRADED, assignment, student)
         return error, seconds, _read_record(graded) or request.record
 
-    def _config(self, refusals: Refusals):
+    def _config(self, refusals: Refusals) -> Config:
         """What this process passes into autograde: its kernels' servers and spare, and the
         student's refusals (for the pre-convert hook and RefuseSpecialFiles alike)."""
-        from traitlets.config import Config
-
         return Config(
             {
                 "ResilientExecute": {"fork_servers": self.fork_servers, "spare": self.spare},

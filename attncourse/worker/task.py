@@ -10,6 +10,7 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any, cast
 
 from distributed import WorkerPlugin
 
@@ -110,7 +111,7 @@ class GradingPool(WorkerPlugin):
     def __init__(self, run: str) -> None:
         self.run = run
 
-    def setup(self, worker) -> None:
+    def setup(self, worker: Any) -> None:
         self.idle: list[GradingProcess] = []
         self.lock = threading.Lock()
         self.stopped = False
@@ -136,7 +137,7 @@ class GradingPool(WorkerPlugin):
                 return
         grader.close()
 
-    def teardown(self, worker) -> None:
+    def teardown(self, worker: Any) -> None:
         with self.lock:
             self.stopped = True
             graders, self.idle = self.idle, []
@@ -159,7 +160,7 @@ def grade_on_worker(bundle: CourseBundle, job: GradingJob) -> TaskResult:
     worker = get_worker()
     host = get_address_host(worker.address)
     threads = job.threads or threads_per_kernel(job.slots.get(host, 1))
-    pool = worker.plugins[pool_name(bundle.run)]
+    pool = cast(GradingPool, worker.plugins[pool_name(bundle.run)])
     grader = pool.take(bundle, threads)
     try:
         autograde, files, log = grader.grade(job)
