@@ -30,8 +30,8 @@ class Gpu:
     """A visible GPU: its index (as ``CUDA_VISIBLE_DEVICES`` names it) and its memory."""
 
     index: str
-    free_mb: int
-    total_mb: int
+    free_mb: int | None  # None: nvidia-smi could not say (the GPU is then planned by cores only)
+    total_mb: int | None
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def mps_available() -> bool:
 
 def gpus_with_memory(visible: list[str]) -> list[Gpu]:
     """The ``visible`` GPUs (indices or UUIDs) with their free and total memory, read from
-    ``nvidia-smi``; a GPU whose memory cannot be read is listed with none free."""
+    ``nvidia-smi``; a GPU whose memory cannot be read is listed with None for it."""
     smi = shutil.which("nvidia-smi")
     listed = ""
     if smi:
@@ -74,7 +74,7 @@ def gpus_with_memory(visible: list[str]) -> list[Gpu]:
     gpus = []
     for name in visible:
         row = next((r for r in rows if name == r[0] or r[1].startswith(name)), None)
-        gpus.append(Gpu(name, int(row[2]), int(row[3])) if row else Gpu(name, 0, 0))
+        gpus.append(Gpu(name, int(row[2]), int(row[3])) if row else Gpu(name, None, None))
     return gpus
 
 
@@ -91,7 +91,7 @@ def plan_lanes(
         per_core = max(1, cores // len(gpus))
         per_gpu = {}
         for gpu in gpus:
-            fit = gpu.free_mb // kernel_mb if kernel_mb else per_core
+            fit = gpu.free_mb // kernel_mb if kernel_mb and gpu.free_mb is not None else per_core
             if fit < 1:
                 raise LanesRefused(_too_full(gpu, 1, kernel_mb))
             per_gpu[gpu.index] = min(per_core, fit) if isolated else 1
@@ -100,7 +100,7 @@ def plan_lanes(
                 f"{sum(per_gpu.values())} kernels at a time by default: {cores} cores over "
                 f"{len(gpus)} GPU(s), at most {per_core} per GPU, each GPU's free memory at "
                 f"{kernel_mb:,} MiB per kernel "
-                f"({', '.join(f'GPU {g.index}: {g.free_mb:,} MiB free' for g in gpus)})"
+                f"({', '.join(_free(g) for g in gpus)})"
             )
         else:
             why = (
@@ -116,7 +116,7 @@ def plan_lanes(
         for k, gpu in enumerate(gpus)
     }
     for gpu in gpus:
-        if kernel_mb and per_gpu[gpu.index] * kernel_mb > gpu.free_mb:
+        if kernel_mb and gpu.free_mb is not None and per_gpu[gpu.index] * kernel_mb > gpu.free_mb:
             raise LanesRefused(
                 f"--workers {requested}: " + _too_full(gpu, per_gpu[gpu.index], kernel_mb)
             )
@@ -130,11 +130,18 @@ def plan_lanes(
     return GpuLanes(per_gpu, kernel_mb if isolated else 0, why)
 
 
+def _free(gpu: Gpu) -> str:
+    if gpu.free_mb is None:
+        return f"GPU {gpu.index}: free memory unknown (nvidia-smi), planned by cores only"
+    return f"GPU {gpu.index}: {gpu.free_mb:,} MiB free"
+
+
 def _too_full(gpu: Gpu, kernels: int, kernel_mb: int) -> str:
+    free, total = gpu.free_mb or 0, gpu.total_mb or 0
     return (
-        f"GPU {gpu.index} has {gpu.free_mb:,} MiB free of {gpu.total_mb:,}; {kernels} kernel(s) "
+        f"GPU {gpu.index} has {free:,} MiB free of {total:,}; {kernels} kernel(s) "
         f"of {kernel_mb:,} MiB each need {kernels * kernel_mb:,} MiB, and at most "
-        f"{gpu.free_mb // kernel_mb} fit (c.SandboxKernelManager.gpu_memory_mb sets the share)"
+        f"{free // kernel_mb} fit (c.SandboxKernelManager.gpu_memory_mb sets the share)"
     )
 
 

@@ -49,6 +49,9 @@ def test_a_number_a_gpu_cannot_hold_is_refused_with_the_reason():
     assert words.startswith("--workers 3: GPU 1 has 9,000 MiB free")
     assert "3 kernel(s) of 4,096 MiB each need 12,288 MiB" in words and "at most 2 fit" in words
     assert plan_lanes([BUSY], 2, cores=16, kernel_mb=4096, isolated=True).total == 2  # control
+    unknown = Gpu("3", free_mb=None, total_mb=None)  # no nvidia-smi: by the cores only
+    assert plan_lanes([unknown], None, cores=4, kernel_mb=4096, isolated=True).per_gpu == {"3": 4}
+    assert plan_lanes([unknown], 6, cores=4, kernel_mb=4096, isolated=True).per_gpu == {"3": 6}
     full = Gpu("2", free_mb=1_000, total_mb=81_559)
     with pytest.raises(LanesRefused, match="at most 0 fit"):
         plan_lanes([full], None, cores=16, kernel_mb=4096, isolated=True)
@@ -105,5 +108,5 @@ def test_the_gpus_memory_is_read_from_nvidia_smi(tmp_path, monkeypatch):
     assert gpus_with_memory(["1", "GPU-1a2b", "7"]) == [
         Gpu("1", 9000, 81559),
         Gpu("GPU-1a2b", 79000, 81559),
-        Gpu("7", 0, 0),  # not listed: nothing free, so nothing is planned on it
+        Gpu("7", None, None),  # not listed: planned by cores only
     ]

@@ -665,7 +665,8 @@ def test_the_type_checked_modules_annotate_every_public_function():
     missing = {
         module_name(p): m for p in typed if (m := _unannotated_public_functions(p.read_text()))
     }
-    assert missing == {}
+    # its source ships verbatim to students (coursecheck/failure.py), where typing is not imported
+    assert missing == {"attncourse.judge.checks": ["fail"]}
     control = (
         "def f(x) -> int: ...\ndef g(x: int): ...\ndef _h(x): ...\nclass C:\n    def m(self): ..."
     )
