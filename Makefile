@@ -51,6 +51,7 @@ accept-secrets: venv  ## every correct alternative over 100 secrets where make t
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: venv
 	$(BIN)/ruff check --fix .

@@ -2,6 +2,10 @@
 
 import os
 
+from attncourse.plainfiles import Refusals
+from attncourse.sandbox.forkstart import ForkServers
+from attncourse.sandbox.sparekernel import SpareKernel
+
 c = get_config()  # noqa: F821
 
 c.CourseDirectory.course_id = "attention"
@@ -20,6 +24,10 @@ c.ResilientExecute.max_reply_bytes = 256 * 2**20
 c.ResilientExecute.iopub_timeout = 30
 # Kernel deaths or hangs in one notebook after which its remaining cells are not run.
 c.ResilientExecute.max_kernel_restarts = 3
+# One fork server (torch imported once) and one spare kernel per nbgrader command, shared by its
+# notebooks (attncourse grade's grading processes pass their own, shared by their students).
+c.ResilientExecute.fork_servers = ForkServers()
+c.ResilientExecute.spare = SpareKernel()
 
 # The kernel loads nothing of the course: hidden tests run in the grader's process (attncourse.judge).
 # It computes as deterministically as PyTorch allows (no TF32, deterministic kernels, a fixed cuBLAS
@@ -57,6 +65,9 @@ c.SandboxKernelManager.file_size_mb = 64
 c.SandboxKernelManager.cgroup_memory_mb = 3072
 # One scratch tmpfs per kernel (MiB): /tmp, /var/tmp, /dev/shm and what it writes to its copy.
 c.SandboxKernelManager.tmpfs_mb = 256
+# GPU memory (MiB) each kernel may pin on a card it shares, held by the grader's CUDA MPS daemon;
+# also how many kernels a GPU's free memory holds by default (0: no limit, lanes from cores only).
+c.SandboxKernelManager.gpu_memory_mb = 4096
 # No network for the kernel (a network namespace); as root, a fresh uid per kernel.
 c.SandboxKernelManager.isolate_network = True
 c.SandboxKernelManager.drop_privileges = True
@@ -83,8 +94,11 @@ c.Autograde.sanitize_preprocessors = [
     "attncourse.preprocessors.pininstance.PinInstance",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# Before autograde copies a student's folder: remove its symlinks and special files, never followed.
-c.Autograde.pre_convert_hook = "attncourse.plainfiles.refuse_before_copy"
+# Before autograde copies a student's folder: remove its symlinks and special files, never followed
+# (one record of them per command, which RefuseSpecialFiles writes into each notebook).
+refusals = Refusals()
+c.Autograde.pre_convert_hook = refusals
+c.RefuseSpecialFiles.refusals = refusals
 # Run: student cells in the sandboxed kernel, each test cell's verdict from the judge (outside it).
 # After it ran: flag parts with integrity findings for review; show graders the mark scheme.
 c.Autograde.autograde_preprocessors = [

@@ -11,6 +11,7 @@ Command line and commands
     ``gradingsummary`` the end of ``attncourse grade``: per student, then graded and not apart
     ``worker/``       what a Dask worker does for one student, by the process each part runs in
     ``cluster``       where grading runs: a local or a running Dask cluster
+    ``gpulanes``      kernels per GPU on a GPU grader, each held to its share by CUDA MPS
     ``feedback``      ``attncourse feedback``: nbgrader's feedback, then where it is
     ``report/``       ``attncourse report``: the class and each assignment on one HTML page
     ``similarity/``   ``attncourse similarity``: pairs of students with the same answers, per part
@@ -42,6 +43,7 @@ Course files and notebooks
     ``pointers``      where a message points, as the student sees it: part, function, line
     ``pointing``      the words of those pointers: pure functions, shipped with the students' prover
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
+    ``handoffs``      what crosses each boundary of a submission's route: one frozen dataclass each
     ``status``        what became of a submission: graded, or untouched, unreadable, missing
     ``gradebook``     scores read from a gradebook, one student's results written to it
     ``roster``        the class roster (the gradebook's students), read once per graded notebook

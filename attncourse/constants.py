@@ -28,6 +28,9 @@ CPU_SECONDS = 900  # CPU time of the kernel
 PROCESSES = 64  # processes and threads of the kernel's uid
 FILE_SIZE_MB = 64  # largest file the kernel may write
 CGROUP_MEMORY_MB = 3072  # the kernel's own memory cgroup: all its processes and its tmpfs
+GPU_MEMORY_MB = (
+    4096  # GPU memory a kernel may pin on a card it shares (CUDA MPS's per-client limit)
+)
 TMPFS_MB = 256  # its one scratch tmpfs: /tmp, /var/tmp, /dev/shm and changes to its copy
 # Modules the fork server imports once before forking kernels (never the course's grading code).
 PRELOAD = ("torch", "numpy", "ipykernel.kernelapp")

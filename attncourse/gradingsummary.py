@@ -13,9 +13,9 @@ import nbformat
 
 from attncourse.constants import AUTOGRADED
 from attncourse.course import notebook_path
+from attncourse.handoffs import StudentResult
 from attncourse.runrecord import RunRecord
 from attncourse.status import Status, SubmissionStatus, status_of
-from attncourse.worker.result import StudentResult
 
 GRADING_FAILED = "grading failed"  # not the submission's status: the grader's own failure
 

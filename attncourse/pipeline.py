@@ -31,8 +31,10 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import nbformat
 from tqdm import tqdm
@@ -43,27 +45,57 @@ from attncourse.cluster import (
     grading_client,
     slots_by_host,
     task_resources,
+    visible_gpus,
 )
-from attncourse.constants import AUTOGRADED, RELEASE, RUN_RECORDS, SUBMITTED, default_workers
+from attncourse.constants import (
+    AUTOGRADED,
+    RELEASE,
+    RUN_RECORDS,
+    SUBMITTED,
+    cores,
+    default_workers,
+)
 from attncourse.course import (
     configured_course_id,
     configured_db_url,
     course_config,
     notebook_path,
 )
+from attncourse.gpulanes import (
+    GpuLanes,
+    LanesRefused,
+    gpus_with_memory,
+    mps_available,
+    mps_daemon,
+    plan_lanes,
+)
 from attncourse.gradebook import cell_scores, save_autograde_results, write_assignment_definition
 from attncourse.gradingsummary import outcome_of, print_summary
+from attncourse.handoffs import CourseBundle, GradingJob, StudentResult, TaskResult
 from attncourse.names import check_known
 from attncourse.plainfiles import WHY, refuse_submission
 from attncourse.roster import roster_reader
+from attncourse.runrecord import RunRecord
 from attncourse.worker.files import read_tree, write_tree
-from attncourse.worker.result import StudentResult
-from attncourse.worker.task import grade_on_worker, stop_grading
+from attncourse.worker.task import GradingPool, grade_on_worker, pool_name
 
 IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
 
 
-def students_of(course, assignment):
+@dataclass(frozen=True)
+class _Run:
+    """One run's settings, as the client holds them while it sends students."""
+
+    course: Path
+    assignment: str
+    refused: Mapping[str, list[str]]  # student -> what refuse_submission removed
+    nbgrader_args: tuple[str, ...]
+    threads: int | None
+    retries: int
+    where: str
+
+
+def students_of(course: str | os.PathLike, assignment: str) -> list[str]:
     """Students with a submission folder for ``assignment`` (submitted/<student>/<assignment>)."""
     submitted = Path(course) / SUBMITTED
     if not submitted.is_dir():
@@ -71,7 +103,9 @@ def students_of(course, assignment):
     return sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
 
 
-def course_bundle(course, assignment, db_url, config, run):
+def course_bundle(
+    course: Path, assignment: str, db_url: str, config: Any, run: str
+) -> CourseBundle:
     """What every worker needs of the course for ``assignment``: the files ``course_files``
     names (the config and its modules), the assignment's source and release folders and a
     gradebook with only its definition. Raises ``MissingEntry`` if it was never released."""
@@ -91,10 +125,10 @@ def course_bundle(course, assignment, db_url, config, run):
         gradebook = Path(scratch) / "gradebook.db"
         roster = students_of(course, assignment)  # with the gradebook's: the class roster
         write_assignment_definition(db_url, coursedir.course_id, assignment, gradebook, roster)
-        return {"run": run, "files": files, "gradebook": gradebook.read_bytes()}
+        return CourseBundle(run=run, files=files, gradebook=gradebook.read_bytes())
 
 
-def _the_course(bundle):
+def _the_course(bundle: CourseBundle) -> CourseBundle:
     """The run's course bundle, as a task every student's task depends on (fetched once per
     worker; kept in the task graph, so it is made again if the workers holding it die)."""
     return bundle
@@ -103,11 +137,11 @@ def _the_course(bundle):
 def status_of(result: StudentResult) -> tuple[str, str]:
     """One word for a student's run, worst first, and the details behind it.
 
-    Files refused from the submission (``refused``: symlinks, FIFOs, ...) make the status
-    ``refused`` and are named in the details of any status.
+    Files refused from the submission (the run record's ``refused_files``: symlinks, FIFOs,
+    ...) make the status ``refused`` and are named in the details of any status.
     """
     status, details = _status(result, result.record)
-    refused = result.record.refused_files or result.refused
+    refused = result.record.refused_files
     if refused and status != "missing":
         listed = "refused " + "; ".join(refused)
         if status == "ok":
@@ -116,7 +150,7 @@ def status_of(result: StudentResult) -> tuple[str, str]:
     return status, details
 
 
-def _status(result, record):
+def _status(result: StudentResult, record: RunRecord) -> tuple[str, str]:
     if result.missing:
         return "missing", result.missing
     if result.error:
@@ -132,7 +166,7 @@ def _status(result, record):
     return "ok", ""
 
 
-def missing_reason(nb, refused):
+def missing_reason(nb: Path, refused: list[str]) -> str:
     """Why ``nb`` (a submitted notebook path) is not graded: refused, or not submitted."""
     for entry in refused:
         if entry.startswith(f"{nb.name}:") or "(the submission folder itself)" in entry:
@@ -172,7 +206,7 @@ def grade(
     db_url = db_url or configured_db_url(course, config)
     course_id = configured_course_id(course, config)
     only_some = students is not None
-    students = list(students) if only_some else students_of(course, assignment)
+    students = list(students) if students is not None else students_of(course, assignment)
     if only_some:  # a typo is not a missing student: on neither the roster nor submitted/
         sqlite = db_url.removeprefix("sqlite:///")
         roster = () if sqlite != db_url and not Path(sqlite).exists() else roster_reader(db_url)()
@@ -182,6 +216,15 @@ def grade(
     if not students:
         print(f"no submissions: nothing in {course}/submitted/*/{assignment}/", file=out)
         return 0, {}
+    gpus = [] if scheduler else gpus_with_memory(visible_gpus())
+    lanes = None
+    if gpus:  # a GPU grader: its lanes are planned (or refused) before anything else
+        try:
+            lanes = gpu_lanes(config, settings, gpus, workers)
+        except LanesRefused as e:
+            print(f"attncourse grade: {e}", file=out)
+            return 2, {}
+        print(f"GPU grader: {lanes.why}", file=out)
     run_dir = course / AUTOGRADED / RUN_RECORDS / assignment
     run_dir.mkdir(parents=True, exist_ok=True)
     results = {}
@@ -194,7 +237,9 @@ def grade(
             size[student] = nb.stat().st_size
         else:
             results[student] = StudentResult(
-                student, missing=missing_reason(nb, refused[student]), refused=refused[student]
+                student,
+                missing=missing_reason(nb, refused[student]),
+                record=RunRecord(refused_files=refused[student]),
             )
     # Longest first, with the notebook's size as the guess (an untouched or damaged one runs
     # little): the short ones then fill the workers' last minutes instead of one long one
@@ -215,15 +260,26 @@ def grade(
         late_penalty.init_plugin()
         local_workers = min(workers or default_workers(), len(todo))
         with (
+            mps_daemon(gpus, lanes.kernel_mb if lanes else 0) as mps_pipe,
             grading_client(
-                scheduler, local_workers, settings.kernels_per_gpu, settings.worker_wait
+                scheduler, local_workers, lanes, mps_pipe, settings.worker_wait
             ) as client,
             Gradebook(db_url, course_id) as gb,
         ):
+            if lanes and lanes.kernel_mb and not mps_pipe:
+                print(
+                    "GPU grader: WARNING: the CUDA MPS daemon did not start; kernels sharing "
+                    "a GPU have no memory limit each",
+                    file=out,
+                )
 
-            def save(student, result):
-                result.refused = refused[student]
-                _save(course, assignment, run_dir, gb, late_penalty, result)
+            def save(student: str, done: TaskResult | str) -> None:
+                if isinstance(done, str):  # grading failed for good: the record the job began
+                    begun = RunRecord(refused_files=refused[student])
+                    result = StudentResult(student, error=done, record=begun)
+                else:
+                    save_s = _save(course, assignment, run_dir, gb, late_penalty, student, done)
+                    result = _result_of(student, done, save_s)
                 results[student] = result
                 status, _ = status_of(result)
                 bar.set_postfix_str(f"{student}: {status}")
@@ -232,21 +288,21 @@ def grade(
                     bar.write(f"  {status:10s} {student} ({result.seconds or 0:.1f}s{worker})")
                 bar.update(1)
 
-            def say(line):  # above the progress bar
+            def say(line: str) -> None:  # above the progress bar
                 bar.write(line, file=out)
 
             bar.set_description_str("grading")
 
-            jobs = {
-                "course": course,
-                "assignment": assignment,
-                "refused": refused,
-                "args": list(nbgrader_args),
-                "threads": threads,
-                "retries": settings.retries,
-                "where": f"Dask scheduler {scheduler}" if scheduler else "a local Dask cluster",
-            }
-            n_workers = _grade_on_cluster(client, bundle, todo, jobs, save, say)
+            run = _Run(
+                course=course,
+                assignment=assignment,
+                refused=refused,
+                nbgrader_args=tuple(nbgrader_args),
+                threads=threads,
+                retries=settings.retries,
+                where=f"Dask scheduler {scheduler}" if scheduler else "a local Dask cluster",
+            )
+            n_workers = _grade_on_cluster(client, bundle, todo, run, save, say)
     bar.close()
     wall = time.monotonic() - started
     scores = cell_scores(course, assignment, url=db_url, course_id=course_id)
@@ -254,14 +310,19 @@ def grade(
     release = nbformat.read(released, as_version=4) if released.is_file() else None
     for student, result in results.items():
         grades = scores.get(student, {})
-        result.score = sum(g[0] or 0 for g in grades.values())
-        result.max_score = sum(g[1] for g in grades.values())
-        result.needs_manual = sum(bool(g[2]) for g in grades.values())
-        result.status, result.details = status_of(result)
+        status, details = status_of(result)
         outcome = outcome_of(result, course, assignment, release)
-        if outcome:
-            result.outcome, result.reason = outcome.status.value, outcome.reason
-            result.next_step = outcome.next_step
+        results[student] = replace(
+            result,
+            score=sum(g[0] or 0 for g in grades.values()),
+            max_score=sum(g[1] for g in grades.values()),
+            needs_manual=sum(bool(g[2]) for g in grades.values()),
+            status=status,
+            details=details,
+            outcome=outcome.status.value if outcome else "",
+            reason=outcome.reason if outcome else "",
+            next_step=outcome.next_step if outcome else "",
+        )
     rows = [results[s].summary() for s in sorted(results)]
     if only_some:  # a regrade of a few: everyone else's rows of the last run stay
         rows = merged_rows(run_dir / "summary.json", rows)
@@ -281,7 +342,18 @@ def grade(
     return (1 if failed else 0), results
 
 
-def merged_rows(previous_summary, rows):
+def gpu_lanes(config: Any, settings: CourseGrading, gpus: list, workers: int | None) -> GpuLanes:
+    """The kernels each visible GPU runs: ``workers`` in all, else ``kernels_per_gpu`` per
+    GPU, else the default from the cores and each GPU's free memory, at
+    ``c.SandboxKernelManager.gpu_memory_mb`` per kernel. Raises ``LanesRefused``."""
+    from attncourse.sandbox.kernelmanager import SandboxKernelManager
+
+    kernel_mb = SandboxKernelManager(config=config).gpu_memory_mb
+    requested = workers or (settings.kernels_per_gpu * len(gpus) or None)
+    return plan_lanes(gpus, requested, cores(), kernel_mb, isolated=mps_available())
+
+
+def merged_rows(previous_summary: Path, rows: list[dict]) -> list[dict]:
     """``rows`` of the students just graded, after the rows of everyone else in the summary
     of the run before (if any), sorted by student."""
     graded = {r["student"] for r in rows}
@@ -292,58 +364,83 @@ def merged_rows(previous_summary, rows):
     return sorted([*kept, *rows], key=lambda r: r["student"])
 
 
-def _grade_on_cluster(client, bundle, todo, jobs, save, say):
-    """Grade ``todo`` on ``client``'s cluster, calling ``save(student, result)`` as each comes
-    back and ``say`` with news of the cluster; return the number of workers."""
+def _grade_on_cluster(
+    client: Any,
+    bundle: CourseBundle,
+    todo: list[str],
+    run: _Run,
+    save: Callable[[str, TaskResult | str], None],
+    say: Callable[[str], None],
+) -> int:
+    """Grade ``todo`` on ``client``'s cluster, calling ``save(student, task result or the
+    error)`` as each comes back and ``say`` with news of the cluster; return the number of
+    workers."""
     info = client.scheduler_info()
     slots = slots_by_host(info)
-    say(f"{jobs['assignment']}: grading on {jobs['where']}, {len(info['workers'])} workers")
+    say(f"{run.assignment}: grading on {run.where}, {len(info['workers'])} workers")
     dashboard = dashboard_of(client)
     if dashboard:
         say(f"Dask dashboard: {dashboard}")
+    args = run.nbgrader_args
     if len(todo) > sum(slots.values()):
-        jobs["args"].append("--ResilientExecute.prewarm=True")  # each has a next student
-    jobs.update(slots=slots, resources=task_resources(info))
+        args += ("--ResilientExecute.prewarm=True",)  # each has a next student
+    name = pool_name(bundle.run)
+    client.register_plugin(GradingPool(bundle.run), name=name)
     try:
-        for student, result in _graded(client, bundle, todo, jobs):
-            save(student, result)
+        for student, done in _graded(client, bundle, todo, run, args, slots, task_resources(info)):
+            save(student, done)
     finally:
-        client.run(stop_grading, bundle["run"], on_error="ignore")
+        try:  # closes the run's grading processes on every worker
+            client.unregister_worker_plugin(name)
+        except Exception:  # noqa: BLE001 - a worker gone already took its grading processes along
+            pass
     return len(info["workers"])
 
 
-def _graded(client, bundle, todo, jobs):
-    """Yield (student, result) as the cluster grades ``todo``, sending a few students per
-    grading slot at a time; a task that failed for good yields an ``error`` result."""
+def grading_job(run: _Run, student: str, args: tuple[str, ...], slots: dict) -> GradingJob:
+    """The job of ``student``: their submitted folder, read now (after its links were refused,
+    which the run record carries), and what the worker needs to grade it."""
+    folder = notebook_path(run.course, SUBMITTED, run.assignment, student).parent
+    return GradingJob(
+        assignment=run.assignment,
+        student=student,
+        files=read_tree(folder),
+        record=RunRecord(refused_files=list(run.refused[student])),
+        nbgrader_args=args,
+        threads=run.threads,
+        slots=slots,
+    )
+
+
+def _graded(
+    client: Any,
+    bundle: CourseBundle,
+    todo: list[str],
+    run: _Run,
+    args: tuple[str, ...],
+    slots: dict,
+    resources: dict | None,
+) -> Iterator[tuple[str, TaskResult | str]]:
+    """Yield (student, task result) as the cluster grades ``todo``, sending a few students per
+    grading slot at a time; a task that failed for good yields the error's words instead."""
     from distributed import as_completed
 
-    assignment, run = jobs["assignment"], bundle["run"]
-    the_course = client.submit(_the_course, bundle, key=f"course-{assignment}-{run}")
+    the_course = client.submit(_the_course, bundle, key=f"course-{run.assignment}-{bundle.run}")
     pending = list(todo)
-    futures = {}
+    futures: dict[Any, str] = {}
     done = as_completed()
 
-    def send_more():
+    def send_more() -> None:
         window = IN_FLIGHT_PER_SLOT * max(1, client.scheduler_info(n_workers=1)["total_threads"])
         while pending and len(futures) < window:
             student = pending.pop(0)
-            folder = notebook_path(jobs["course"], SUBMITTED, assignment, student).parent
-            job = {
-                "assignment": assignment,
-                "student": student,
-                "files": read_tree(folder),
-                "refused": jobs["refused"][student],
-                "args": jobs["args"],
-                "threads": jobs["threads"],
-                "slots": jobs["slots"],
-            }
             future = client.submit(
                 grade_on_worker,
                 the_course,
-                job,
-                key=f"grade-{student}-{run}",
-                retries=jobs["retries"],
-                resources=jobs["resources"],
+                grading_job(run, student, args, slots),
+                key=f"grade-{student}-{bundle.run}",
+                retries=run.retries,
+                resources=resources,
                 priority=len(pending),  # in the order sent: longest first
                 pure=False,
             )
@@ -354,26 +451,50 @@ def _graded(client, bundle, todo, jobs):
     for future in done:
         student = futures.pop(future)
         try:
-            result = future.result()
+            result: TaskResult | str = future.result()
         except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good
-            result = StudentResult(student, error=f"grading failed: {type(e).__name__}: {e}")
+            result = f"grading failed: {type(e).__name__}: {e}"
         future.release()
         yield student, result
         send_more()
 
 
-def _save(course, assignment, run_dir, gb, late_penalty, result):
-    """Write one student's result: the log, the autograded folder and the gradebook."""
+def _save(
+    course: Path,
+    assignment: str,
+    run_dir: Path,
+    gb: Any,
+    late_penalty: Any,
+    student: str,
+    task: TaskResult,
+) -> float:
+    """Write one student's result: the log, the autograded folder and the gradebook; return
+    the seconds it took."""
     started = time.monotonic()
-    student = result.student
-    (run_dir / f"{student}.log").write_text(result.log)
+    (run_dir / f"{student}.log").write_text(task.log)
     folder = notebook_path(course, AUTOGRADED, assignment, student).parent
-    if result.files:
-        write_tree(folder, result.files)
-    elif result.files is not None:
+    if task.files:
+        write_tree(folder, task.files)
+    else:
         shutil.rmtree(folder, ignore_errors=True)  # as autograde --force left it
-    if result.gradebook:
-        save_autograde_results(gb, assignment, student, result.gradebook, late_penalty)
-    result.files = result.gradebook = None  # delivered: nothing more to keep in memory
-    result.log = ""
-    result.save_s = round(time.monotonic() - started, 3)
+    if task.autograde.gradebook:
+        save_autograde_results(gb, assignment, student, task.autograde.gradebook, late_penalty)
+    return round(time.monotonic() - started, 3)
+
+
+def _result_of(student: str, task: TaskResult, save_s: float) -> StudentResult:
+    """The student's row from their task (what was delivered elsewhere left behind)."""
+    autograde = task.autograde
+    return StudentResult(
+        student,
+        error=autograde.error,
+        seconds=autograde.seconds,
+        record=autograde.record,
+        read_gradebook_s=autograde.read_gradebook_s,
+        worker=task.worker,
+        worker_address=task.worker_address,
+        gpu=task.gpu,
+        threads_per_kernel=task.threads_per_kernel,
+        task_s=task.task_s,
+        save_s=save_s,
+    )

@@ -13,9 +13,10 @@ it. Here only regular files and folders pass:
   its folder with ``O_NOFOLLOW``, so a link swapped in mid-copy is refused too;
 - :func:`refuse_submission` removes from a submission folder every entry that is
   not a regular file or folder (the link itself, never its target) and says
-  why; ``attncourse grade`` calls it before grading, and nbgrader calls it as
-  :func:`refuse_before_copy`, the pre-convert hook, before autograde copies the
-  folder. A symlinked notebook is thereby missing, never read;
+  why; ``attncourse grade`` calls it before grading (what it refused travels in the
+  job's run record), and nbgrader calls it through :class:`Refusals`, the pre-convert
+  hook, before autograde copies the folder. A symlinked notebook is thereby missing,
+  never read;
 - :class:`~attncourse.preprocessors.refusespecialfiles.RefuseSpecialFiles`, the first
   sanitize preprocessor, checks the folder once more and records every refusal in the
   notebook's metadata.
@@ -23,7 +24,9 @@ it. Here only regular files and folders pass:
 
 import os
 import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from traitlets.log import get_logger
 
@@ -39,10 +42,6 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC  # a FIFO must not block the open
 
-# Refusals made before nbgrader copies a folder (by `attncourse grade` or the pre-convert hook),
-# by folder, until RefuseSpecialFiles writes them into that student's notebook (same process).
-_refused: dict[str, list[str]] = {}
-
 
 class RefusedFolder(OSError):
     """The folder to copy is itself a symlink or special file."""
@@ -55,7 +54,7 @@ def kind_of(mode: int) -> str | None:
     return KINDS.get(stat.S_IFMT(mode), "special file")
 
 
-def describe(path, mode: int, dir_fd: int | None = None) -> str:
+def describe(path: str | Path, mode: int, dir_fd: int | None = None) -> str:
     """What the entry at ``path`` is, with a symlink's target (read, never followed)."""
     what = kind_of(mode) or "regular file"
     if stat.S_ISLNK(mode):
@@ -66,7 +65,7 @@ def describe(path, mode: int, dir_fd: int | None = None) -> str:
     return what
 
 
-def special_entries(folder) -> list[tuple[str, Path, str]]:
+def special_entries(folder: str | os.PathLike) -> list[tuple[str, Path, str]]:
     """(relative path, path, what it is) of every entry under ``folder`` that is not a regular
     file or folder; never descends into or through one."""
     folder = Path(folder)
@@ -85,27 +84,12 @@ def special_entries(folder) -> list[tuple[str, Path, str]]:
     return found
 
 
-def _key(folder) -> str:
-    return os.path.abspath(folder)
-
-
-def remember(folder, refused: list[str]) -> None:
-    """Keep ``refused`` (refusals made before this process's autograde) for ``folder``'s notebook."""
-    _refused[_key(folder)] = list(refused)
-
-
-def refused_before(folder) -> list[str]:
-    """What was refused of ``folder`` in this process before autograde read its notebook."""
-    return list(_refused.get(_key(folder), []))
-
-
-def refuse_submission(folder) -> list[str]:
+def refuse_submission(folder: str | os.PathLike) -> list[str]:
     """Remove every symlink and special file of the submission ``folder``, never following one.
 
     The student's folder and ``folder`` itself are checked too: if either is a link
     it is removed (the link, not its target) and nothing else is looked at. Returns
-    ``"<relative path>: <what it was>"`` for each removed entry (remembered for the
-    notebook's record).
+    ``"<relative path>: <what it was>"`` for each removed entry.
     """
     folder = Path(folder)
     refused = []
@@ -123,26 +107,61 @@ def refuse_submission(folder) -> list[str]:
         for rel, path, what in special_entries(folder):
             os.unlink(path)
             refused.append(f"{rel}: {what}")
-    _refused.setdefault(_key(folder), []).extend(refused)
     return refused
 
 
-def refuse_before_copy(assignment=None, student=None, notebooks=(), **_) -> None:
-    """nbgrader's ``pre_convert_hook`` for autograde: :func:`refuse_submission` on the student's
-    folder before nbgrader copies it; a refused notebook leaves ``notebooks``, so nbgrader
-    scores it as not submitted instead of reading it."""
-    log = get_logger()
-    if not notebooks:
-        return
-    folder = Path(notebooks[0]).parent
-    for entry in refuse_submission(folder):
-        log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
-    gone = [nb for nb in notebooks if not Path(nb).is_file()]
-    for nb in gone:
-        notebooks.remove(nb)
+class Refusals:
+    """What was refused of each submission folder before autograde read it, by folder, until
+    :class:`~attncourse.preprocessors.refusespecialfiles.RefuseSpecialFiles` writes it into
+    that student's run record.
+
+    Called, it is nbgrader's ``pre_convert_hook`` for autograde: :func:`refuse_submission` on
+    the student's folder before nbgrader copies it (a refused notebook leaves ``notebooks``,
+    so nbgrader scores it as not submitted instead of reading it). ``nbgrader_config.py``
+    makes one per nbgrader command and gives it to both the hook and the plugin; a grading
+    process makes one per student, holding what the client refused (``before``: folder ->
+    entries, from the job's run record).
+    """
+
+    def __init__(self, before: Mapping[str, Sequence[str]] | None = None) -> None:
+        self._by_folder = {os.path.abspath(k): list(v) for k, v in (before or {}).items()}
+
+    def __deepcopy__(self, memo: dict) -> "Refusals":
+        return self  # the hook's and the plugin's: traitlets copies config values, this is shared
+
+    def __call__(
+        self,
+        assignment: str | None = None,
+        student: str | None = None,
+        notebooks: list[str] | None = None,
+        **_: Any,
+    ) -> None:
+        log = get_logger()
+        if not notebooks:
+            return
+        folder = Path(notebooks[0]).parent
+        for entry in self.refuse(folder):
+            log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
+        gone = [nb for nb in notebooks if not Path(nb).is_file()]
+        for nb in gone:
+            notebooks.remove(nb)
+
+    def refuse(self, folder: str | os.PathLike) -> list[str]:
+        """:func:`refuse_submission` of ``folder``, kept for its notebook's record."""
+        refused = refuse_submission(folder)
+        self._by_folder.setdefault(os.path.abspath(folder), []).extend(refused)
+        return refused
+
+    def of(self, folder: str | os.PathLike) -> list[str]:
+        """What was refused of ``folder`` before autograde read its notebook."""
+        return list(self._by_folder.get(os.path.abspath(folder), []))
 
 
-def copy_plain_tree(src, dest, ignore=None) -> list[str]:
+def copy_plain_tree(
+    src: str | Path,
+    dest: str | Path,
+    ignore: Callable[[str, list[str]], Iterable[str]] | None = None,
+) -> list[str]:
     """Copy the regular files and folders under ``src`` to ``dest``; never follow a link.
 
     ``ignore(directory, names)`` works as for ``shutil.copytree`` (it only sees regular

@@ -84,7 +84,7 @@ def _course(dest, assignment, submissions, copies, stock=False, root=ROOT):
     return course
 
 
-def _kernel_start(extra, sandboxed, fork_server=False):
+def _kernel_start(extra, sandboxed, fork_servers=None):
     """Seconds from launching a kernel to its first reply, as the grader starts it."""
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
@@ -95,9 +95,13 @@ def _kernel_start(extra, sandboxed, fork_server=False):
     os.chmod(root, 0o711)
     (root / "work").mkdir()
     (root / "run").mkdir()
-    km = SandboxKernelManager(fork_server=fork_server) if sandboxed else AsyncKernelManager()
     if sandboxed:
+        km = SandboxKernelManager(fork_server=fork_servers is not None)
+        if fork_servers is not None:
+            km.fork_servers = fork_servers  # the server already started
         km.use_run_dir(root / "run")
+    else:
+        km = AsyncKernelManager()
     started = time.monotonic()
     quiet = {} if sandboxed else {"stderr": subprocess.DEVNULL}  # its TCP warning
     run_sync(km.start_kernel)(extra_arguments=extra, cwd=str(root / "work"), **quiet)
@@ -160,6 +164,9 @@ def where_time_goes(extra, records):
         for r in records
         if _timing(r)
     ]
+    from attncourse.sandbox.forkstart import ForkServers
+
+    servers = ForkServers()  # started once, then forked from
     return {
         "python -c 'import torch'": torch_import,
         "bare kernel start (no sandbox)": _median(lambda: _kernel_start(bare, False)),
@@ -167,9 +174,9 @@ def where_time_goes(extra, records):
         "kernel start with the course helpers (torch), sandboxed, started afresh": _median(
             lambda: _kernel_start(extra, True)
         ),
-        "fork server start: import torch and the helpers (once per worker)": _timed_server(),
+        "fork server start: import torch and the helpers (once per worker)": _timed_server(servers),
         "kernel start with the course helpers, sandboxed, from the fork server": _median(
-            lambda: _kernel_start(extra, True, fork_server=True)
+            lambda: _kernel_start(extra, True, fork_servers=servers)
         ),
         "kernel ready, in the pipeline (median)": statistics.median(ready) if ready else 0.0,
         "notebook's cells and checks, in the pipeline (median)": statistics.median(compute)
@@ -198,12 +205,11 @@ def _median_of(values):
     return statistics.median(values) if values else 0.0
 
 
-def _timed_server():
-    from attncourse.sandbox.forkstart import fork_server
+def _timed_server(servers):
     from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
     started = time.monotonic()
-    fork_server(SandboxKernelManager().preload)
+    servers.socket(SandboxKernelManager().preload)
     return time.monotonic() - started
 
 

@@ -120,7 +120,7 @@ def run_demo(demo_dir: str | os.PathLike, root: str | os.PathLike = ROOT) -> int
 
 def print_grades(course: Path, assignment: str, students: list[str], results: dict) -> None:
     """One line per student: autograded score, points awaiting manual grading, or why none
-    (``results``: the run's :class:`~attncourse.worker.result.StudentResult` per student)."""
+    (``results``: the run's :class:`~attncourse.handoffs.StudentResult` per student)."""
     scores = cell_scores(course, assignment)
     print(f"  {assignment}")
     for student in students:

@@ -12,15 +12,22 @@ from attncourse.cluster import (
     visible_gpus,
 )
 from attncourse.course import course_config
+from attncourse.gpulanes import GpuLanes
 
 
 def test_gpu_workers_are_pinned_to_their_device_and_advertise_one_gpu():
-    specs = gpu_worker_specs(["0", "3"], kernels_per_gpu=2)
+    lanes = GpuLanes({"0": 2, "3": 2}, kernel_mb=4096, why="")
+    specs = gpu_worker_specs(lanes, mps_pipe="/tmp/attncourse-mps-x")
     assert sorted(specs) == ["gpu0-0", "gpu0-1", "gpu3-0", "gpu3-1"]
     for name, spec in specs.items():
         options = spec["options"]
-        assert options["env"] == {"CUDA_VISIBLE_DEVICES": name[3]}
+        assert options["env"] == {
+            "CUDA_VISIBLE_DEVICES": name[3],
+            "CUDA_MPS_PIPE_DIRECTORY": "/tmp/attncourse-mps-x",
+        }
         assert options["resources"] == {"GPU": 1} and options["nthreads"] == 1
+    no_mps = gpu_worker_specs(GpuLanes({"1": 1}, kernel_mb=0, why=""))
+    assert [s["options"]["env"] for s in no_mps.values()] == [{"CUDA_VISIBLE_DEVICES": "1"}]
 
 
 @pytest.mark.parametrize(

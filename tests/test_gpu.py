@@ -128,3 +128,62 @@ def test_the_agent_in_this_process_moves_cuda_tensors_to_the_cpu():
     assert got.device.type == "cpu" and torch.equal(got, torch.ones(2, 3))
     assert ns["where"](ns.on_device(torch.ones(2))).startswith("cuda")
     assert ns["where"](torch.ones(2)) == "cpu"
+
+
+# A kernel that takes all the GPU memory it can, after trying to lift its share before CUDA starts.
+GREEDY = """
+import os, torch
+os.environ["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=1000G"
+held, mib = [], 0
+try:
+    while True:
+        held.append(torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda"))
+        mib += 256
+except RuntimeError:
+    pass
+print(mib)
+"""
+
+# Its neighbour: an honest computation and 1 GiB of its own, well within its share.
+HONEST = """
+import torch
+gen = torch.Generator(device="cuda").manual_seed(0)
+x = torch.randn(1024, 1024, device="cuda", generator=gen, dtype=torch.float64)
+mine = torch.ones(2**30, dtype=torch.uint8, device="cuda")
+print(repr((x @ x).sum().item()), mine.sum().item())
+"""
+
+
+def _printed(kc, code):
+    out = []
+    reply = run_sync(kc.execute_interactive)(
+        code, timeout=300, output_hook=lambda msg: out.append(msg["content"].get("text", ""))
+    )
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return "".join(out).strip()
+
+
+@pytest.mark.kernel
+def test_a_kernel_taking_all_gpu_memory_leaves_its_neighbour_unchanged(monkeypatch):
+    """Two kernels share the card under the grader's MPS daemon, each held to
+    ``gpu_memory_mb``: one allocates all it can (after setting its own limit to 1000 GB before
+    CUDA starts), and the honest neighbour computes the same numbers as alone (the control)."""
+    from attncourse.cluster import visible_gpus
+    from attncourse.gpulanes import gpus_with_memory, mps_daemon
+
+    share = 4096
+    gpus = gpus_with_memory(visible_gpus() or ["0"])
+    with mps_daemon(gpus, share) as pipe:
+        if pipe is None:
+            pytest.skip("no CUDA MPS here: kernels sharing a card have no limit each (README)")
+        monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", pipe)
+        traits = {"fork_server": True, "gpu_memory_mb": share}
+        with sandboxed_kernel(**traits) as (_, _, alone):
+            control = _printed(alone, HONEST)
+        with sandboxed_kernel(**traits) as (_, greedy_km, greedy):
+            assert greedy_km.protections().get("gpu_memory_mb") == share
+            taken = int(_printed(greedy, GREEDY))
+            with sandboxed_kernel(**traits) as (_, _, neighbour):
+                beside = _printed(neighbour, HONEST)
+    assert taken <= share, f"the greedy kernel held {taken} MiB, its share is {share} MiB"
+    assert beside == control

@@ -20,12 +20,12 @@ from attncourse.course import ROOT, assignments, notebook_path
 from attncourse.feedback import generate_feedback
 from attncourse.gradebook import db_url
 from attncourse.gradingsummary import class_totals, outcome_of, print_summary
+from attncourse.handoffs import StudentResult
 from attncourse.names import UnknownName, check_known
 from attncourse.pipeline import grade
 from attncourse.runrecord import RunRecord
 from attncourse.status import NEXT_STEP, Status
 from attncourse.tolerantexporter import TolerantNotebookExporter, unreadable_cell, why_unreadable
-from attncourse.worker.result import StudentResult
 
 NOTEBOOK = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]))
 
@@ -132,10 +132,16 @@ def test_grading_a_student_the_course_lacks_stops_before_anything_starts(tiny):
 
 
 def result(student, outcome, reason="", status="ok", score=0.0):
-    r = StudentResult(student, status=status, score=score, max_score=10.0, outcome=outcome)
-    r.reason = reason
-    r.next_step = NEXT_STEP.get(Status(outcome), "") if outcome else ""
-    return r
+    next_step = NEXT_STEP.get(Status(outcome), "") if outcome else ""
+    return StudentResult(
+        student,
+        status=status,
+        score=score,
+        max_score=10.0,
+        outcome=outcome,
+        reason=reason,
+        next_step=next_step,
+    )
 
 
 def test_the_summary_counts_each_status_apart_with_reason_and_next_step():

@@ -23,10 +23,10 @@ from attncourse.gradebook import (
     write_assignment_definition,
 )
 from attncourse.gradingsummary import protections_of
+from attncourse.handoffs import StudentResult
 from attncourse.pipeline import status_of
 from attncourse.runrecord import RunRecord
 from attncourse.worker.files import read_tree, write_tree
-from attncourse.worker.result import StudentResult
 
 DUE = datetime.datetime(2030, 1, 1)
 IDS = "nb", "a1"

@@ -26,9 +26,9 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from attncourse.course import ROOT, notebook_path, venv_path
 from attncourse.plainfiles import (
+    Refusals,
     RefusedFolder,
     copy_plain_tree,
-    refuse_before_copy,
     refuse_submission,
     special_entries,
 )
@@ -113,8 +113,12 @@ def test_a_symlinked_notebook_leaves_the_list_and_is_never_read(course):
     notebook = folder / f"{ASSIGNMENT}.ipynb"
     notebook.symlink_to(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
     notebooks = [str(notebook)]
-    refuse_before_copy(assignment=ASSIGNMENT, student=STUDENT, notebooks=notebooks)
+    refusals = Refusals()
+    refusals(assignment=ASSIGNMENT, student=STUDENT, notebooks=notebooks)  # the pre-convert hook
     assert notebooks == [] and not os.path.lexists(notebook)
+    assert refusals.of(folder) == [f"{notebook.name}: symlink to '{notebook.resolve()}'"] or (
+        refusals.of(folder)[0].startswith(f"{notebook.name}: symlink to ")
+    )
 
 
 def test_a_symlinked_submission_folder_is_refused_whole(course):
@@ -154,14 +158,15 @@ def test_course_config_registers_the_refusals():
     assert config.Autograde.sanitize_preprocessors[0] == (
         "attncourse.preprocessors.refusespecialfiles.RefuseSpecialFiles"
     )
-    assert config.Autograde.pre_convert_hook == "attncourse.plainfiles.refuse_before_copy"
+    hook = config.Autograde.pre_convert_hook
+    assert isinstance(hook, Refusals) and config.RefuseSpecialFiles.refusals is hook
     assert config.ExchangeFactory.collect == "attncourse.exchange.PlainFilesCollect"
 
 
 def test_the_summary_says_what_was_refused():
+    from attncourse.handoffs import StudentResult
     from attncourse.pipeline import missing_reason, status_of
     from attncourse.runrecord import RunRecord
-    from attncourse.worker.result import StudentResult
 
     refused = ["pipe: FIFO", "notes.txt: symlink to '../x'"]
     assert status_of(StudentResult("s", record=RunRecord(refused_files=refused))) == (

@@ -35,6 +35,7 @@ LAYERS = {
         "attncourse.pointing",
         "attncourse.pointers",
         "attncourse.runrecord",
+        "attncourse.handoffs",
         "attncourse.status",
         "attncourse.names",
         "attncourse.gradebook",
@@ -63,6 +64,7 @@ LAYERS = {
     "commands": [
         "attncourse.worker",
         "attncourse.cluster",
+        "attncourse.gpulanes",
         "attncourse.pipeline",
         "attncourse.gradingsummary",
         "attncourse.feedback",
@@ -478,3 +480,204 @@ def test_fixtures_are_found_not_imported():
         if "noqa: F401" in line
     ]
     assert imported == []
+
+
+# ------------------------------------------------------------------ state and hand-offs
+
+MUTATORS = {
+    "append",
+    "appendleft",
+    "add",
+    "clear",
+    "discard",
+    "extend",
+    "extendleft",
+    "insert",
+    "pop",
+    "popitem",
+    "remove",
+    "setdefault",
+    "update",
+}
+CONTAINER_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"}
+
+
+def _module_containers(tree):
+    """Names a module binds at its top level to a dict, list or set (literal or made by a call)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        literal = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+        called = isinstance(value, ast.Call) and (
+            getattr(value.func, "id", None) or getattr(value.func, "attr", None)
+        )
+        if isinstance(value, literal) or called in CONTAINER_CALLS:
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def state_written_after_import(source):
+    """(line, what) for each ``global`` statement and each change a function makes to a
+    container the module holds at its top level: state that outlives the call."""
+    tree = ast.parse(source)
+    found = [
+        (n.lineno, f"global {', '.join(n.names)}")
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Global)
+    ]
+    containers = _module_containers(tree)
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        args = fn.args
+        local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        local |= {
+            n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        for node in ast.walk(fn):
+            changed = []
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in MUTATORS and isinstance(node.func.value, ast.Name):
+                    changed = [(node.func.value.id, f".{node.func.attr}()")]
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = node.targets if not isinstance(node, ast.AugAssign) else [node.target]
+                changed = [
+                    (t.value.id, "[...]")
+                    for t in targets
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                ]
+            for name, how in changed:
+                if name in containers and name not in local:
+                    found.append((node.lineno, f"{name}{how} in {fn.name}()"))
+    return found
+
+
+def test_no_module_global_is_written_after_import():
+    """What must live per process is an object passed in (a grading process's ``Grader``, the
+    ``ForkServers`` and ``SpareKernel`` it hands autograde, a run's ``GradingPool`` on a Dask
+    worker, ``Refusals``), never a module global a function rebinds or fills."""
+    found = {
+        name: hits
+        for name, path in SOURCES.items()
+        if (hits := state_written_after_import(path.read_text()))
+    }
+    assert found == {}
+
+
+def test_the_state_check_finds_globals_and_filled_containers():
+    """Its control: the shapes the package had (``global _spare``, ``_idle.setdefault(...)``,
+    ``_servers[key] = ...``) are found; a local of the same name, or a constant, is not."""
+    source = (
+        "_spare = None\n_idle = {}\n_servers = dict()\nLIMITS = (1, 2)\n"
+        "def take():\n    global _spare\n    _spare = 1\n"
+        "def park(run):\n    _idle.setdefault(run, []).append(1)\n"
+        "def start(key):\n    _servers[key] = 2\n"
+        "def fine(key):\n    _idle = {}\n    _idle[key] = 1\n    return LIMITS[0]\n"
+    )
+    assert [what for _, what in state_written_after_import(source)] == [
+        "global _spare",
+        "_idle.setdefault() in park()",
+        "_servers[...] in start()",
+    ]
+
+
+def test_each_boundary_carries_a_frozen_dataclass():
+    """The hand-offs of a submission's route are the frozen dataclasses of ``handoffs``, and
+    the functions at each boundary are annotated with them: the client builds the bundle and
+    the job, the Dask task takes them and returns a TaskResult, the grading process takes a
+    GradingRequest and returns an AutogradeResult."""
+    import dataclasses
+    import typing
+
+    from attncourse import handoffs, pipeline
+    from attncourse.worker import grading, task
+
+    for name in (
+        "CourseBundle",
+        "GradingJob",
+        "GradingRequest",
+        "AutogradeResult",
+        "TaskResult",
+        "StudentResult",
+    ):
+        cls = getattr(handoffs, name)
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
+    boundaries = {
+        pipeline.course_bundle: {"return": handoffs.CourseBundle},
+        pipeline.grading_job: {"return": handoffs.GradingJob},
+        task.grade_on_worker: {
+            "bundle": handoffs.CourseBundle,
+            "job": handoffs.GradingJob,
+            "return": handoffs.TaskResult,
+        },
+        task.GradingProcess.grade: {"job": handoffs.GradingJob},
+        grading.Grader.grade: {
+            "request": handoffs.GradingRequest,
+            "return": handoffs.AutogradeResult,
+        },
+    }
+    for function, expected in boundaries.items():
+        hints = typing.get_type_hints(function)
+        assert {k: hints.get(k) for k in expected} == expected, function.__qualname__
+    job = {f.name: f.type for f in dataclasses.fields(handoffs.GradingJob)}
+    assert "record" in job and "refused" not in job  # refusals travel in the run record only
+
+
+def _unannotated_public_functions(source):
+    """Qualified names of the public functions and methods in ``source`` that lack an
+    annotation of a parameter (``self``/``cls`` aside) or of the return."""
+    missing = []
+
+    def visit(body, prefix, in_class):
+        for node in body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                visit(node.body, f"{prefix}{node.name}.", True)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.name.startswith("_") and node.name != "__init__":
+                    continue
+                a = node.args
+                params = [
+                    *a.posonlyargs,
+                    *a.args,
+                    *a.kwonlyargs,
+                    *filter(None, [a.vararg, a.kwarg]),
+                ]
+                if in_class and params and params[0].arg in ("self", "cls"):
+                    params = params[1:]
+                if node.returns is None or any(p.annotation is None for p in params):
+                    missing.append(f"{prefix}{node.name}")
+
+    visit(ast.parse(source).body, "", False)
+    return missing
+
+
+def _typed_modules():
+    """The modules ``make lint`` type-checks, as pyproject.toml's [tool.mypy] lists them."""
+    import tomllib
+
+    files = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    paths = [PACKAGE.parent / f for f in files]
+    return sorted(p for path in paths for p in (path.rglob("*.py") if path.is_dir() else [path]))
+
+
+def test_the_type_checked_modules_annotate_every_public_function():
+    """mypy checks what is annotated; this checks that every public function of the route of a
+    submission is (pipeline, worker, sandbox, the hand-offs, the GPU lanes)."""
+    typed = _typed_modules()
+    names = {module_name(p) for p in typed}
+    assert {"attncourse.pipeline", "attncourse.handoffs", "attncourse.worker.task"} <= names
+    assert {"attncourse.sandbox.launcher", "attncourse.gpulanes"} <= names
+    missing = {
+        module_name(p): m for p in typed if (m := _unannotated_public_functions(p.read_text()))
+    }
+    # its source ships verbatim to students (coursecheck/failure.py), where typing is not imported
+    assert missing == {"attncourse.judge.checks": ["fail"]}
+    control = (
+        "def f(x) -> int: ...\ndef g(x: int): ...\ndef _h(x): ...\nclass C:\n    def m(self): ..."
+    )
+    assert _unannotated_public_functions(control) == ["f", "g", "C.m"]

@@ -16,14 +16,18 @@ import functools
 import hashlib
 import math
 import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from attncourse.judge.remote import Remote, StudentRaised
+from attncourse.judge.remote import Remote, StudentNamespace, StudentRaised
 from attncourse.judge.wire import Refused
 
-_SECRET = contextvars.ContextVar("attncourse_secret", default=None)
+_SECRET: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "attncourse_secret", default=None
+)
 
 
 class GradingError(AssertionError):
@@ -43,7 +47,7 @@ def fail(what, expected=None, got=None, cause=None):
 
 
 @contextlib.contextmanager
-def secret_scope(secret):
+def secret_scope(secret: object) -> Iterator[None]:
     """Draw every hidden input inside this block from ``secret``."""
     token = _SECRET.set(str(secret))
     try:
@@ -52,7 +56,7 @@ def secret_scope(secret):
         _SECRET.reset(token)
 
 
-def seed_for(test_id):
+def seed_for(test_id: str) -> int:
     """A 63-bit seed from the run's secret and ``test_id`` (the same within one run)."""
     secret = _SECRET.get()
     if secret is None:
@@ -61,23 +65,25 @@ def seed_for(test_id):
     return int.from_bytes(digest[:8], "little") >> 1
 
 
-def rng_for(test_id):
+def rng_for(test_id: str) -> random.Random:
     """A Python RNG for one test, seeded from the run's secret."""
     return random.Random(seed_for(test_id))
 
 
-def generator(test_id):
+def generator(test_id: str) -> torch.Generator:
     """A torch generator for one test, seeded from the run's secret."""
     return torch.Generator().manual_seed(seed_for(test_id))
 
 
-def distinct_dims(rng, names, low=2, high=9):
+def distinct_dims(
+    rng: random.Random, names: Sequence[str], low: int = 2, high: int = 9
+) -> dict[str, int]:
     """Random, pairwise distinct integer dimensions, one per name."""
     values = rng.sample(range(low, high + len(names) + 1), len(names))
     return dict(zip(names, values, strict=True))
 
 
-def describe(value):
+def describe(value: Any) -> str:
     """A short description of an answered value for a failure message."""
     if isinstance(value, Refused):
         return value.describe()
@@ -88,7 +94,7 @@ def describe(value):
     return f"{type(value).__name__} {repr(value)[:80]}"
 
 
-def as_shape(value, what):
+def as_shape(value: Any, what: str) -> tuple[int, ...]:
     """Turn an answered shape into a tuple of ints, or fail saying why it is not one."""
     if isinstance(value, int) and type(value) is not bool:
         value = (value,)
@@ -110,14 +116,14 @@ def as_shape(value, what):
     return tuple(items)
 
 
-def check_shape(what, got, expected, cause=None):
+def check_shape(what: str, got: Any, expected: Sequence[int], cause: str | None = None) -> None:
     """Fail unless the answered shape equals the expected tuple."""
     shape = as_shape(got, what)
     if shape != tuple(expected):
         fail(f"{what}: wrong shape", expected, shape, cause)
 
 
-def tensor(value, what):
+def tensor(value: Any, what: str) -> torch.Tensor:
     """``value`` as a float64 CPU tensor, checking it came back as a plain numeric array."""
     if isinstance(value, Refused):
         fail(
@@ -142,7 +148,7 @@ def tensor(value, what):
     )
 
 
-def rel_error(got, ref):
+def rel_error(got: Any, ref: Any) -> float:
     """Relative error ||got - ref|| / ||ref|| in float64; inf when shapes differ or values are not finite."""
     got = torch.as_tensor(got).detach().to(device="cpu", dtype=torch.float64)
     ref = torch.as_tensor(ref).detach().to(device="cpu", dtype=torch.float64)
@@ -154,7 +160,7 @@ def rel_error(got, ref):
     return float(torch.linalg.vector_norm(got - ref)) / (denom if denom > 0 else 1.0)
 
 
-def closest_mistake(got, mistakes, tol):
+def closest_mistake(got: Any, mistakes: Mapping[str, Any], tol: float) -> str | None:
     """Name of the known wrong answer that ``got`` reproduces within ``tol``, or None."""
     best = None
     for name, wrong in mistakes.items():
@@ -164,7 +170,14 @@ def closest_mistake(got, mistakes, tol):
     return None if best is None else best[0]
 
 
-def check_close(what, got, ref, tol, mistakes=None, shape_cause=None):
+def check_close(
+    what: str,
+    got: Any,
+    ref: Any,
+    tol: float,
+    mistakes: Mapping[str, Any] | None = None,
+    shape_cause: str | None = None,
+) -> float:
     """Fail unless ``got`` has ref's shape and relative error at most ``tol``.
 
     ``mistakes`` maps a description of a known mistake to the tensor that mistake
@@ -189,7 +202,7 @@ def check_close(what, got, ref, tol, mistakes=None, shape_cause=None):
     )
 
 
-def answer(ns, name, part):
+def answer(ns: StudentNamespace, name: str, part: str) -> Any:
     """The student's ``name`` (data, or a handle to an object in the kernel); fail when missing."""
     try:
         return ns[name]  # one request: `name in ns` would transfer the value a second time
@@ -197,7 +210,9 @@ def answer(ns, name, part):
         fail(f"{part}: `{name}` is not defined", f"`{name}` defined in the answer cell", "nothing")
 
 
-def call(func, args, what, cause=None, **options):
+def call(
+    func: Any, args: Sequence[Any], what: str, cause: str | None = None, **options: Any
+) -> Any:
     """Call the student's ``func(*args)`` in the kernel; an exception becomes a GradingError.
 
     ``options`` go to :meth:`Remote.call` (``no_grad``, ``stdout``, ``ref``).
@@ -212,7 +227,9 @@ def call(func, args, what, cause=None, **options):
         fail(f"{what} raised {error.kind}: {error.message[:300]}", cause=cause)
 
 
-def named_mistakes(reference, variants, *args, **kwargs):
+def named_mistakes(
+    reference: Callable[..., Any], variants: Mapping[str, Any], *args: Any, **kwargs: Any
+) -> dict[str, Any]:
     """The wrong outputs of a table of named mistakes: ``{name: reference(*args, variant=v)}``.
 
     The one convention of every assignment's ``references.py``: a reference that can make a
@@ -223,7 +240,7 @@ def named_mistakes(reference, variants, *args, **kwargs):
     return {name: reference(*args, variant=v, **kwargs) for name, v in variants.items()}
 
 
-def single_threaded(check):
+def single_threaded(check: Callable[[StudentNamespace], Any]) -> Callable[[StudentNamespace], Any]:
     """Run ``check`` with torch on one thread in the judge's process, then restore the count.
 
     The references are many tiny float64 operations; on a loaded 2-core machine torch's
@@ -232,7 +249,7 @@ def single_threaded(check):
     """
 
     @functools.wraps(check)
-    def run(ns):
+    def run(ns: StudentNamespace) -> Any:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
@@ -243,7 +260,7 @@ def single_threaded(check):
     return run
 
 
-def integer(value, what, noun="an integer"):
+def integer(value: Any, what: str, noun: str = "an integer") -> int:
     """An integer answer (a numpy integer arrives as an int; a float only if it is whole)."""
     if type(value) is int:
         return value
@@ -252,7 +269,7 @@ def integer(value, what, noun="an integer"):
     fail(f"{what}: expected {noun}", "an int", describe(value))
 
 
-def shape_mistake(shape, candidates):
+def shape_mistake(shape: tuple[int, ...], candidates: Mapping[str, Sequence[int]]) -> str | None:
     """Name of the candidate mistake whose shape equals ``shape``, or None."""
     for name, wrong in candidates.items():
         if tuple(wrong) == shape:
@@ -263,12 +280,12 @@ def shape_mistake(shape, candidates):
 # ------------------------------------------------------ the student's objects in the kernel
 
 
-def randn(gen, *shape, scale=1.0):
+def randn(gen: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
     """Normal float64 draws of ``shape`` from a check's generator, times ``scale``."""
     return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
 
 
-def method(obj, name, what, expected="an object"):
+def method(obj: Any, name: str, what: str, expected: str = "an object") -> Remote:
     """The kernel-side bound method ``obj.name`` (a handle), or a failure naming what is missing."""
     found = None
     if isinstance(obj, Remote):
@@ -281,7 +298,13 @@ def method(obj, name, what, expected="an object"):
     return found
 
 
-def to_grading(ns, model, what, label=None, expected="an object"):
+def to_grading(
+    ns: StudentNamespace,
+    model: Any,
+    what: str,
+    label: str | None = None,
+    expected: str = "an object",
+) -> Any:
     """``model.to(device).double()`` in the kernel: the student's model in float64 on the
     grading device (a handle). ``label`` names the model in the calls' messages (``what``)."""
     label = label or what
@@ -289,20 +312,26 @@ def to_grading(ns, model, what, label=None, expected="an object"):
     return call(method(moved, "double", what, expected), (), f"{label}.double()")
 
 
-def submodule(model, name):
+def submodule(model: Any, name: str) -> Any:
     """The kernel's ``model.<name>`` (a handle, data, or None when it has none)."""
     return getattr(model, name, None) if isinstance(model, Remote) else None
 
 
-def layer_weight(found):
+def layer_weight(found: Any) -> torch.Tensor | None:
     """``found.weight`` as data (a plain tensor), or None when the layer has no plain weight."""
     weight = getattr(found, "weight", None) if isinstance(found, Remote) else None
     return weight if type(weight) is torch.Tensor else None
 
 
 def load_linear(
-    model, name, weight, part, missing_cause=None, shape_cause=None, expected="an object"
-):
+    model: Any,
+    name: str,
+    weight: torch.Tensor,
+    part: str,
+    missing_cause: str | None = None,
+    shape_cause: Callable[[tuple[int, ...]], str | None] | None = None,
+    expected: str = "an object",
+) -> None:
     """Load ``weight`` into the kernel's ``model.<name>.weight`` and zero its bias if it has one
     (a bias costs the attribute test only). A missing layer, or a weight of another shape, fails
     naming it; ``shape_cause(current_shape)`` says why the shape may be wrong."""
@@ -330,7 +359,9 @@ def load_linear(
         call(method(handle, "zero_", loading, expected), (), loading, no_grad=True, ref=True)
 
 
-def check_attributes(model, name, attrs, part, owner=""):
+def check_attributes(
+    model: Any, name: str, attrs: Mapping[str, int], part: str, owner: str = ""
+) -> None:
     """The attribute check of a model class: ``model`` (a handle) is an ``nn.Module`` and holds
     each constructor argument of ``attrs`` as that int; ``owner`` follows the attribute's name
     in the message (" of MLAAttention(...)")."""
@@ -347,7 +378,7 @@ def check_attributes(model, name, attrs, part, owner=""):
             )
 
 
-def linear_layer(model, name, part):
+def linear_layer(model: Any, name: str, part: str) -> tuple[Remote, torch.Tensor]:
     """``model.<name>`` (a handle to an ``nn.Linear``) and its weight as data, or a failure."""
     layer = submodule(model, name)
     if not (isinstance(layer, Remote) and layer.is_a("linear")):
@@ -358,7 +389,7 @@ def linear_layer(model, name, part):
     return layer, weight
 
 
-def check_no_bias(layer, name, part):
+def check_no_bias(layer: Any, name: str, part: str) -> None:
     """Fail when the layer ``name`` has a bias (the task's projections have none)."""
     if getattr(layer, "bias", None) is not None:
         fail(f"{part}: `{name}` has a bias", "bias=False", "a bias vector", "bias present")

@@ -28,15 +28,16 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Float, Integer, default
+from traitlets import Bool, Float, Instance, Integer, default
 
 from attncourse import constants
 from attncourse.cells import is_test_cell
 from attncourse.judge.remote import KernelFault
 from attncourse.pointers import cell_places
 from attncourse.runrecord import RunRecord
-from attncourse.sandbox import sparekernel
+from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
+from attncourse.sandbox.sparekernel import SpareKernel
 from attncourse.sandbox.workspace import Workspace
 from attncourse.upstream import CellTimeout, cleanup_kernel
 
@@ -63,6 +64,25 @@ class KernelLife(CellTimeout, Execute):
         "are spent the remaining cells are not run and the remaining tests fail, saying so.",
     ).tag(config=True)
 
+    spare = Instance(
+        SpareKernel,
+        help="The process's spare kernel (nbgrader_config.py makes one per process; a grading "
+        "process passes its own, shared by its students).",
+    ).tag(config=True)
+    fork_servers = Instance(
+        ForkServers,
+        help="The process's fork servers, given to every kernel manager (made and passed "
+        "in as ``spare`` is).",
+    ).tag(config=True)
+
+    @default("spare")
+    def _own_spare(self) -> SpareKernel:
+        return SpareKernel()
+
+    @default("fork_servers")
+    def _own_fork_servers(self) -> ForkServers:
+        return ForkServers()
+
     def __init__(self, **kw: Any) -> None:
         # nbgrader's Execute passes its own kernel manager as an argument, which no
         # configuration overrides: ours goes first.
@@ -86,7 +106,7 @@ class KernelLife(CellTimeout, Execute):
         self._probing, self._serving, self._killed = None, False, False
         self._places = cell_places(nb)
         kernel_name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", "")
-        self._workspace, self._adopt = sparekernel.take(self._spare_key(kernel_name))
+        self._workspace, self._adopt = self.spare.take(self._spare_key(kernel_name))
         meta = resources.setdefault("metadata", {})
         original = meta.get("path")
         if original and os.path.isdir(original):
@@ -116,19 +136,21 @@ class KernelLife(CellTimeout, Execute):
             return self.km
         km = super().create_kernel_manager()
         if isinstance(km, SandboxKernelManager):
+            km.fork_servers = self.fork_servers
             km.use_run_dir(self._workspace.run)
         return km
 
     async def _async_start_spare(self):
         """Launch the kernel for the next notebook now, so its start overlaps this one's run."""
-        if not self.prewarm or sparekernel.waiting():
+        if not self.prewarm or self.spare.waiting():
             return
         workspace = Workspace()
         km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config)
         if isinstance(km, SandboxKernelManager):
+            km.fork_servers = self.fork_servers
             km.use_run_dir(workspace.run)
         key = self._spare_key(self.kernel_name)
-        await sparekernel.start(key, km, workspace, self.extra_arguments)
+        await self.spare.start(key, km, workspace, self.extra_arguments)
 
     async def async_start_new_kernel(self, **kwargs: Any) -> None:
         self._kernel_started = time.monotonic()

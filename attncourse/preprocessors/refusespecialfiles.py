@@ -1,7 +1,7 @@
 """Sanitize stage, first: the student's copy of the run record is dropped, and no link or
 special file of the student's folder reaches a kernel.
 
-The folder is checked once more after :func:`attncourse.plainfiles.refuse_before_copy`
+The folder is checked once more after :class:`attncourse.plainfiles.Refusals`, the pre-convert hook
 (this is all that runs when that hook is not configured: it then also deletes what
 nbgrader's copy made of a link in ``autograded/``, before any kernel sees it), and every
 refusal is recorded in the notebook's metadata under ``attncourse.refused_files``, as
@@ -16,15 +16,26 @@ from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Instance, default
 
 from attncourse.constants import METADATA_KEY
-from attncourse.plainfiles import WHY, refuse_submission, refused_before, special_entries
+from attncourse.plainfiles import WHY, Refusals, special_entries
 from attncourse.runrecord import RunRecord
 
 
 class RefuseSpecialFiles(NbGraderPreprocessor):
     """Sanitize stage, first: no link or special file of the student's folder reaches a kernel,
     and the notebook records what was refused."""
+
+    refusals = Instance(
+        Refusals,
+        help="What was refused before autograde read the notebook (the pre-convert hook's, or "
+        "the grading process's from the job's run record); its own when none is given.",
+    ).tag(config=True)
+
+    @default("refusals")
+    def _own_refusals(self) -> Refusals:
+        return Refusals()
 
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
@@ -40,11 +51,11 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
         folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
         if not folder:
             return nb, resources
-        refused = refused_before(folder)  # logged where they were refused
+        refused = self.refusals.of(folder)  # logged where they were refused
         late = [rel for rel, _, _ in special_entries(folder)]
         if late:  # still there when nbgrader copied the folder: undo what its copy made of them
             self._remove_copies(late, resources["nbgrader"])
-            now = refuse_submission(folder)
+            now = self.refusals.refuse(folder)
             for entry in now:
                 self.log.warning("Refused %s/%s: %s; removed, never followed", folder, entry, WHY)
             refused += now
@@ -55,7 +66,7 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
             record.store(nb)
         return nb, resources
 
-    def _remove_copies(self, rels, info):
+    def _remove_copies(self, rels: list[str], info: dict) -> None:
         """Delete what nbgrader's copy made of ``rels`` in ``autograded/``, unless the instructor's
         ``source/`` provides that file (nbgrader copied the instructor's over it then)."""
         coursedir = CourseDirectory(config=self.config)

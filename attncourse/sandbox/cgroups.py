@@ -22,7 +22,7 @@ from attncourse.sandbox.linux import write
 CGROUP_PREFIX = "attncourse-"
 
 
-def cgroup_prefix(run):
+def cgroup_prefix(run: str | os.PathLike) -> str:
     """The name of the cgroups of the kernels of run directory ``run``, less the launcher's pid."""
     return f"{CGROUP_PREFIX}{hashlib.sha256(str(run).encode()).hexdigest()[:12]}-"
 
@@ -45,7 +45,7 @@ def _cgroup_version(path):
     raise OSError(errno.ENOTSUP, "it has no memory controller")
 
 
-def create_cgroup(cgroup, got):
+def create_cgroup(cgroup: dict | None, got: dict) -> tuple[str, str, int] | None:
     """Make the kernel's memory cgroup as the spec's ``cgroup`` says; return (its directory,
     its version, an fd of its ``cgroup.procs`` for the sandbox's init to join it by), or None
     with the reason in ``got`` where the platform refuses one."""
@@ -73,7 +73,7 @@ def create_cgroup(cgroup, got):
     return path, version, procs
 
 
-def join_cgroup(cgroup, got):
+def join_cgroup(cgroup: tuple[str, str, int], got: dict) -> None:
     """Move this process (the sandbox's init: all the kernel's processes descend from it)
     into the cgroup made by :func:`create_cgroup`."""
     path, _, procs = cgroup
@@ -91,7 +91,7 @@ def _cgroup_pids(path):
         return []
 
 
-def remove_cgroup(path, seconds=2.0):
+def remove_cgroup(path: str, seconds: float = 2.0) -> bool:
     """Kill what is left in the cgroup at ``path`` and remove it; whether it is gone."""
     deadline = time.monotonic() + seconds
     while True:
@@ -119,7 +119,7 @@ def _alive(pid):
     return True
 
 
-def remove_cgroups(parent, prefix=None):
+def remove_cgroups(parent: str, prefix: str | None = None) -> None:
     """Remove the kernel cgroups under ``parent`` that are done with: those named ``prefix``...
     (a kernel that was shut down: what is left in them is killed), and those whose launcher
     has exited and that hold no process (left behind by a killed grader or launcher)."""
@@ -149,8 +149,8 @@ def _cgroup_dirs():
     dirs = {}
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
-        for fstype, root, point, options in mounts:
-            v1 = fstype == "cgroup" and "memory" in options and "memory" in controllers.split(",")
+        for fstype, root, point, opts in mounts:
+            v1 = fstype == "cgroup" and "memory" in opts and "memory" in controllers.split(",")
             v2 = fstype == "cgroup2" and not controllers
             relative = os.path.relpath(path, root)
             if (v1 or v2) and not relative.startswith(".."):
@@ -165,7 +165,7 @@ def _words(path, name):
         return []
 
 
-def memory_cgroup_parent(dirs=None):
+def memory_cgroup_parent(dirs: dict[str, str] | None = None) -> str:
     """The directory in which the kernels of this process get their memory cgroups; raises
     OSError saying why there is none.
 

@@ -77,7 +77,7 @@ def _bind(fd, path, recursive=False, writable=False):
         _read_only(path)
 
 
-def hide_filesystem(spec, uid, launcher, run_fd):
+def hide_filesystem(spec: dict, uid: int, launcher: str, run_fd: int) -> dict:
     """Cover every non-system top-level directory with a read-only tmpfs, give the kernel its
     scratch tmpfs, then mount back ``keep``, its working copy and its run directory; link the
     grader's run directory to the kernel's sockets. Return what it got (for protections)."""
@@ -147,7 +147,7 @@ def _mount_kept(keep):
     """Mount ``keep`` (path -> O_PATH fd) back read-only: directories whole, files alone in
     otherwise empty directories (so that the package holds only its kernel side, a
     subpackage's folder in its package's)."""
-    folders = {}
+    folders: dict[str, list[tuple[str, int]]] = {}
     for path, fd in sorted(keep.items()):
         if stat.S_ISDIR(os.fstat(fd).st_mode):
             os.makedirs(path, exist_ok=True)

@@ -11,7 +11,7 @@ import signal
 import socket
 
 
-def send(conn, message):
+def send(conn: socket.socket, message: dict) -> None:
     """Send one message; a peer that is gone is no error (the other side notices)."""
     try:
         conn.sendall((json.dumps(message) + "\n").encode())
@@ -19,7 +19,7 @@ def send(conn, message):
         pass
 
 
-def read_line(conn, limit=1 << 20):
+def read_line(conn: socket.socket, limit: int = 1 << 20) -> bytes:
     """One message's bytes (up to its newline, or what came before the peer closed)."""
     data = b""
     while not data.endswith(b"\n"):
@@ -32,14 +32,14 @@ def read_line(conn, limit=1 << 20):
     return data
 
 
-def launcher_pid_file(run):
+def launcher_pid_file(run: str | os.PathLike) -> str:
     """Where the launcher notes the pid of the fork server's copy that set up its sandbox:
     beside ``run``, in the kernel's private workspace, which the sandbox does not mount
     (so the kernel cannot rewrite it)."""
     return str(run).rstrip("/") + ".launcher-pid"
 
 
-def launch_via(path, spec, cmd):
+def launch_via(path: str, spec: dict, cmd: list[str]) -> int | None:
     """In the launcher: have the server at ``path`` start the kernel; return its exit status,
     or None when the server cannot be reached (the caller then starts it itself)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -33,6 +33,7 @@ import selectors
 import signal
 import socket
 import sys
+from typing import NoReturn, cast
 
 from attncourse.sandbox import KERNEL_MODULES
 from attncourse.sandbox.forkclient import read_line, send
@@ -40,7 +41,7 @@ from attncourse.sandbox.launcher import launch
 from attncourse.sandbox.linux import PR_SET_PDEATHSIG, prctl
 
 
-def run_kernel(cmd, env):
+def run_kernel(cmd: list[str], env: dict[str, str]) -> NoReturn:
     """Run the kernel ``cmd`` (``python -m ipykernel_launcher ...``) in this process.
 
     Called in the sandbox, after limits and the uid are set, where the launcher
@@ -102,13 +103,13 @@ def _child(conn, listener, request):
         os._exit(code)
 
 
-def kernel_safe(module):
+def kernel_safe(module: str) -> bool:
     """Whether ``module`` may be in a kernel's memory: anything but this package, of which
     only the kernel side (:data:`~attncourse.sandbox.KERNEL_MODULES`) is the kernel's."""
     return module.partition(".")[0] != "attncourse" or module in KERNEL_MODULES
 
 
-def serve(path, preload):
+def serve(path: str, preload: list[str]) -> None:
     """Import ``preload``, then fork a sandboxed kernel for each launcher that connects."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader
     for name in preload:
@@ -131,7 +132,9 @@ def serve(path, preload):
     listener.listen(16)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
-    kernels = {}  # pid of the forked launcher -> its launcher's connection
+    kernels: dict[
+        int, socket.socket
+    ] = {}  # pid of the forked launcher -> its launcher's connection
     print("ready", flush=True)
     while True:
         for key, _ in selector.select(timeout=0.2):
@@ -151,7 +154,7 @@ def serve(path, preload):
                 selector.register(conn, selectors.EVENT_READ, pid)
                 send(conn, {"pid": pid})
                 continue
-            conn, pid = key.fileobj, key.data
+            conn, pid = cast(socket.socket, key.fileobj), key.data
             try:
                 data = conn.recv(4096)
             except OSError:
@@ -172,9 +175,8 @@ def serve(path, preload):
                 break
             if pid == 0:
                 break
-            conn = kernels.pop(pid, None)
-            if conn is not None:
-                send(conn, {"exit": os.waitstatus_to_exitcode(status) % 256})
+            if pid in kernels:
+                send(kernels.pop(pid), {"exit": os.waitstatus_to_exitcode(status) % 256})
                 try:
                     selector.unregister(conn)
                 except (KeyError, ValueError):

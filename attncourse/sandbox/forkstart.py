@@ -1,7 +1,9 @@
-"""The grader starts its fork server (:mod:`attncourse.sandbox.forkserver`) on first use.
+"""The grader's fork servers (:mod:`attncourse.sandbox.forkserver`), started on first use.
 
-One server per list of preloaded modules, for as long as this process lives; it is
-killed when this process exits, and dies with it if it is killed.
+A :class:`ForkServers` belongs to one grading process (or one ``nbgrader autograde`` run):
+it keeps one server per list of preloaded modules for as long as it lives, and the servers
+are killed when that process exits (and die with it if it is killed). The kernel manager
+gets it passed in (``SandboxKernelManager.fork_servers``); nothing is kept in the module.
 """
 
 import atexit
@@ -11,36 +13,43 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 
-_servers = {}  # tuple of preloaded modules -> (server process, its socket)
+
+class ForkServers:
+    """This process's fork servers, by preloaded modules."""
+
+    def __init__(self) -> None:
+        self._servers: dict[tuple[str, ...], tuple[subprocess.Popen, str]] = {}
+
+    def __deepcopy__(self, memo: dict) -> "ForkServers":
+        return self  # one per process: traitlets copies config values, this one is shared
+
+    def socket(self, preload: Sequence[str]) -> str | None:
+        """The socket of the fork server for ``preload`` (started on first use), or None when
+        it cannot start (kernels are then launched the ordinary way)."""
+        key = tuple(preload)
+        server = self._servers.get(key)
+        if server and server[0].poll() is None:
+            return server[1]
+        home = tempfile.mkdtemp(prefix="attncourse-forkserver-")  # 0700, hidden from kernels
+        path = os.path.join(home, "socket")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "attncourse.sandbox.forkserver", path, json.dumps(list(key))],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != b"ready":
+            _stop(proc, home)
+            return None
+        atexit.register(_stop, proc, home)
+        self._servers[key] = (proc, path)
+        return path
 
 
-def fork_server(preload):
-    """The socket of this process's fork server for ``preload`` (started on first use),
-    or None when it cannot start (kernels are then launched the ordinary way)."""
-    key = tuple(preload)
-    server = _servers.get(key)
-    if server and server[0].poll() is None:
-        return server[1]
-    home = tempfile.mkdtemp(prefix="attncourse-forkserver-")  # 0700, hidden from kernels
-    path = os.path.join(home, "socket")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "attncourse.sandbox.forkserver", path, json.dumps(list(preload))],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-    )
-    if proc.stdout.readline().strip() != b"ready":
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(home, ignore_errors=True)
-        return None
-
-    def stop():
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(home, ignore_errors=True)
-
-    atexit.register(stop)
-    _servers[key] = (proc, path)
-    return path
+def _stop(proc: subprocess.Popen, home: str) -> None:
+    proc.kill()
+    proc.wait()
+    shutil.rmtree(home, ignore_errors=True)

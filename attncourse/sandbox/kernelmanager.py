@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Instance, Integer, List, Unicode, default
 
 from attncourse import constants
 from attncourse.sandbox import KERNEL_MODULES
 from attncourse.sandbox.cgroups import cgroup_prefix, memory_cgroup_parent, remove_cgroups
 from attncourse.sandbox.forkclient import launcher_pid_file
-from attncourse.sandbox.forkstart import fork_server
+from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.proctree import strays
 from attncourse.upstream import ResourceCleanup, launch_args
 
@@ -43,7 +43,7 @@ def kernel_files() -> list[Path]:
     return files
 
 
-class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
+class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):  # type: ignore[misc]  # upstream aliases cleanup_resources the same way
     """A kernel manager whose kernels run in the sandbox, reached over ipc sockets.
 
     ``sandbox_run`` (private directory for sockets and the connection file) must
@@ -70,6 +70,12 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
         "(address space), it holds on a GPU grader too. Needs root or a delegated cgroup; "
         "the protections say why it was refused.",
     ).tag(config=True)
+    gpu_memory_mb = Integer(
+        constants.GPU_MEMORY_MB,
+        help="GPU memory each kernel may pin on a card it shares with others (MiB, 0: none), "
+        "held by the grader's CUDA MPS daemon outside the kernel; on a GPU grader it also "
+        "sets how many kernels a GPU's free memory holds by default.",
+    ).tag(config=True)
     tmpfs_mb = Integer(
         constants.TMPFS_MB,
         help="Size of the kernel's one scratch tmpfs (MiB): its /tmp, /var/tmp, /dev/shm "
@@ -95,6 +101,16 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
         "tests point it elsewhere).",
     )
 
+    fork_servers = Instance(
+        ForkServers,
+        help="The grading process's fork servers (ResilientExecute passes its own); a kernel "
+        "manager made alone gets one of its own.",
+    )
+
+    @default("fork_servers")
+    def _own_fork_servers(self) -> ForkServers:
+        return ForkServers()
+
     sandbox_run = None
 
     def use_run_dir(self, run: str | os.PathLike) -> None:
@@ -110,6 +126,9 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
         # The environment's site-packages too: a venv may link to them (classroom/environment.py).
         keep = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
         keep |= set(map(str, kernel_files()))
+        mps_pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY") if cuda_present() else None
+        if mps_pipe:
+            keep.add(mps_pipe)  # the kernel reaches the grader's MPS daemon through it
         cgroup = self._cgroup()
         if "parent" in cgroup:
             remove_cgroups(cgroup["parent"])  # those of kernels whose launcher was killed
@@ -117,8 +136,9 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
             "run": self.sandbox_run,
             "work": str(work),
             "connection_file": self.connection_file,
-            "fork_server": fork_server(self.preload) if self.fork_server else None,
+            "fork_server": self.fork_servers.socket(self.preload) if self.fork_server else None,
             "keep": sorted(os.path.realpath(p) for p in keep),
+            "gpu": {"memory_mb": self.gpu_memory_mb, "mps_pipe": mps_pipe},
             "tmpfs_mb": self.tmpfs_mb,
             "cgroup": cgroup,
             "isolate_network": self.isolate_network,
@@ -143,7 +163,7 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
             return {"error": e.strerror or str(e)}
         return {
             "parent": parent,
-            "prefix": cgroup_prefix(self.sandbox_run),
+            "prefix": cgroup_prefix(str(self.sandbox_run)),
             "limit": self.cgroup_memory_mb * 2**20,
         }
 
@@ -163,7 +183,7 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
             sys.executable,
             "-m",
             "attncourse.sandbox.launcher",
-            json.dumps(self.spec(work)),
+            json.dumps(self.spec(str(work))),
             "--",
         ]
         return launcher + cmd
@@ -179,7 +199,7 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):
         if not launcher:
             return 0
         try:  # the fork server's copy plays the launcher when there is one
-            launcher = int(Path(launcher_pid_file(self.sandbox_run)).read_text())
+            launcher = int(Path(launcher_pid_file(str(self.sandbox_run))).read_text())
         except (OSError, ValueError, TypeError):
             pass
         found = strays(launcher)

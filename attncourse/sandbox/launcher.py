@@ -32,6 +32,8 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from attncourse.sandbox.cgroups import create_cgroup, join_cgroup, remove_cgroup
 from attncourse.sandbox.filesystem import hide_filesystem
@@ -81,14 +83,16 @@ def _exec(cmd, env):
     os.execvpe(cmd[0], cmd, env)
 
 
-def launch(spec, cmd, start=_exec):
+def launch(
+    spec: dict, cmd: list[str], start: Callable[[list[str], dict[str, str]], Any] = _exec
+) -> int:
     """Set up the sandbox described by ``spec`` and run ``cmd`` in it; return its exit status.
 
     ``start(cmd, env)`` replaces the sandboxed child by the kernel (never returns):
     exec by default, the fork server's in-process kernel otherwise.
     """
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the grader died: so does the sandbox
-    got = {
+    got: dict = {
         "uid": None,
         "user_namespace": False,
         "mount_namespace": False,
@@ -169,6 +173,8 @@ def _sandbox_init(spec, cmd, start, got, cgroup, uid, launcher):
     got["rlimits"] = {k: v for k, v in limits.items() if v}
     got["uid"] = uid if root and uid != 0 else None
     got["preloaded"] = start is not _exec
+    if gpu_environment(spec):
+        got["gpu_memory_mb"] = spec["gpu"]["memory_mb"]  # under CUDA MPS, outside the kernel
     _write_at(run_fd, "protections.json", json.dumps(got))
     log = os.open(
         "kernel.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600, dir_fd=run_fd
@@ -179,6 +185,19 @@ def _sandbox_init(spec, cmd, start, got, cgroup, uid, launcher):
         _run_kernel(spec, cmd, start, limits, got["uid"], log)
     os.close(log)
     return _wait_for(kernel)
+
+
+def gpu_environment(spec: dict) -> dict[str, str]:
+    """What a kernel's environment gets from its spec's GPU share: on a card shared under CUDA
+    MPS, its pinned device memory limit (``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, on the one
+    device it sees) and the MPS daemon's pipe directory; nothing otherwise."""
+    gpu = spec.get("gpu") or {}
+    if not gpu.get("memory_mb") or not gpu.get("mps_pipe"):
+        return {}
+    return {
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": f"0={gpu['memory_mb']}M",
+        "CUDA_MPS_PIPE_DIRECTORY": gpu["mps_pipe"],
+    }
 
 
 def _run_kernel(spec, cmd, start, limits, uid, log):
@@ -208,6 +227,7 @@ def _run_kernel(spec, cmd, start, limits, uid, log):
             IPYTHONDIR=os.path.join(spec["run"], "ipython"),
             MPLCONFIGDIR=os.path.join(spec["run"], "matplotlib"),
         )
+        env.update(gpu_environment(spec))
         start(cmd, env)
     finally:
         os._exit(127)
@@ -228,7 +248,7 @@ def _wait_for(pid):
             return os.waitstatus_to_exitcode(status) % 256
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> NoReturn:
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(argv[0])
     cmd = argv[argv.index("--") + 1 :]

@@ -29,7 +29,9 @@ def _check(ret, what):
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def mount(source, target, fstype, flags, data=None):
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     _check(
         _libc.mount(
             source.encode() if source else None,
@@ -42,16 +44,16 @@ def mount(source, target, fstype, flags, data=None):
     )
 
 
-def unshare(flags):
+def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
-def prctl(option, value):
+def prctl(option: int, value: int) -> None:
     """Set a process attribute (``PR_SET_*``); the result is not checked."""
     _libc.prctl(option, value, 0, 0, 0)
 
 
-def drop_capabilities():
+def drop_capabilities() -> None:
     """Give up every capability. A kernel forked (not exec'd) in a user namespace would
     otherwise keep all those the namespace gave the sandbox, enough to unmount what hides
     the course; exec and a switch away from root drop them anyway."""
@@ -59,7 +61,7 @@ def drop_capabilities():
     _check(_libc.capset(header, (ctypes.c_uint32 * 6)()), "capset")
 
 
-def write(path, text):
+def write(path: str, text: str) -> None:
     """Write a small file of the kernel's interfaces (``/proc``, cgroups)."""
     with open(path, "w") as f:
         f.write(text)

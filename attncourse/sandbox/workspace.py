@@ -5,6 +5,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
@@ -12,7 +13,7 @@ from attncourse.sandbox.kernelmanager import SandboxKernelManager
 class Workspace:
     """A kernel's private directories: ``work`` (its cwd, the student's files) and ``run``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="attncourse-kernel-"))
         os.chmod(self.root, 0o711)
         self.work = self.root / "work"
@@ -20,12 +21,12 @@ class Workspace:
         self.work.mkdir()
         self.run.mkdir()
 
-    def give_to(self, km):
+    def give_to(self, km: Any) -> None:
         """Hand files copied in after ``km``'s kernel started to that kernel's uid."""
         uid = km.protections().get("uid") if isinstance(km, SandboxKernelManager) else None
         if uid is not None:
             for path in [self.work, *self.work.rglob("*")]:
                 os.lchown(path, uid, uid)
 
-    def remove(self):
+    def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

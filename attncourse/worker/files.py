@@ -8,10 +8,12 @@ import shutil
 import stat
 from pathlib import Path, PurePosixPath
 
+from attncourse.handoffs import FileTree
 
-def read_tree(folder):
+
+def read_tree(folder: str | os.PathLike) -> dict[str, tuple[bytes, int]]:
     """``{relative path: (bytes, mode)}`` of the regular files under ``folder``, no link followed."""
-    files = {}
+    files: dict[str, tuple[bytes, int]] = {}
     folder = Path(folder)
     for parent, dirnames, filenames in os.walk(folder):
         for name in [*filenames, *dirnames]:
@@ -23,7 +25,7 @@ def read_tree(folder):
     return files
 
 
-def write_tree(folder, files):
+def write_tree(folder: str | os.PathLike, files: FileTree) -> None:
     """Replace ``folder`` with ``files`` (as :func:`read_tree` gives them)."""
     folder = Path(folder)
     shutil.rmtree(folder, ignore_errors=True)

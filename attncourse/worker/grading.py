@@ -9,58 +9,104 @@ import resource
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from attncourse.constants import AUTOGRADED, GRADER_DATA_MB, SUBMITTED
+from traitlets.config import Config
+
+from attncourse.constants import AUTOGRADED, GRADEBOOK, GRADER_DATA_MB, SUBMITTED
 from attncourse.course import notebook_path
+from attncourse.handoffs import AutogradeResult, GradingRequest
+from attncourse.plainfiles import WHY, Refusals
 from attncourse.runrecord import RunRecord
-from attncourse.worker.result import StudentResult
+from attncourse.sandbox.forkstart import ForkServers
+from attncourse.sandbox.sparekernel import SpareKernel
 
 IDLE_S = 600  # a grading process no run has used for this long exits
 
-_graded = 0  # students this grading process has graded
 
+class Grader:
+    """What lives as long as a grading process: its fork servers and spare kernel (given to
+    every student's autograde) and the count of students it graded."""
 
-def grade_student(course, assignment, student, nbgrader_args, log_dir, refused=()):
-    """Autograde one student with nbgrader's AutogradeApp in this process; return the result.
+    def __init__(self) -> None:
+        self.fork_servers = ForkServers()
+        self.spare = SpareKernel()
+        self.graded = 0
 
-    ``refused``: what the client removed from the student's folder, for the notebook's record.
-    """
-    from nbgrader.apps import AutogradeApp
+    def grade(self, request: GradingRequest) -> AutogradeResult:
+        """One student: autograde, then what autograde wrote into the scratch gradebook."""
+        from nbgrader.api import MissingEntry
 
-    from attncourse.plainfiles import WHY, remember
+        from attncourse.gradebook import autograde_results
 
-    global _graded
-    if _graded == 1:
-        # After the first student the modules and caches grading needs are loaded: collect
-        # what that student left, then freeze the survivors, so that the collections during
-        # the next students scan only their own objects (they took a fifth to a third of a
-        # worker's CPU before). Once only: what is frozen is never freed.
-        gc.collect()
-        gc.freeze()
-    _graded += 1
-    started = time.monotonic()
-    result = StudentResult(student)
-    folder = notebook_path(course, SUBMITTED, assignment, student).parent
-    remember(folder, refused)
-    log = Path(log_dir) / f"{student}.log"
-    with _output_to(log):
-        for entry in refused:
-            print(f"Refused {folder}/{entry}: {WHY}; removed, never followed", file=sys.stderr)
+        os.chdir(request.course)
+        error, seconds, record = self.autograde(request)
+        started = time.monotonic()
         try:
-            app = AutogradeApp()
-            app.initialize([assignment, "--student", student, "--force", *nbgrader_args])
-            app.start()
-        except BaseException as e:  # noqa: BLE001 - reported per student; the class goes on
-            result.error = f"{type(e).__name__}: {e}".strip() + f" (see {student}.log)"
-    result.seconds = round(time.monotonic() - started, 2)
-    result.record = _read_record(notebook_path(course, AUTOGRADED, assignment, student))
-    return result
+            url = f"sqlite:///{Path(request.course) / GRADEBOOK}"
+            gradebook = autograde_results(url, request.assignment, request.student)
+        except MissingEntry:
+            gradebook = None  # autograde failed before it recorded the submission
+        return AutogradeResult(
+            error=error,
+            seconds=seconds,
+            record=record,
+            gradebook=gradebook,
+            read_gradebook_s=round(time.monotonic() - started, 3),
+        )
+
+    def autograde(self, request: GradingRequest) -> tuple[str | None, float, RunRecord]:
+        """Autograde one student with nbgrader's AutogradeApp in this process: (the error if
+        grading itself failed, seconds, the notebook's run record)."""
+        from nbgrader.apps import AutogradeApp
+
+        if self.graded == 1:
+            # After the first student the modules and caches grading needs are loaded: collect
+            # what that student left, then freeze the survivors, so that the collections during
+            # the next students scan only their own objects (they took a fifth to a third of a
+            # worker's CPU before). Once only: what is frozen is never freed.
+            gc.collect()
+            gc.freeze()
+        self.graded += 1
+        started = time.monotonic()
+        error = None
+        course, assignment, student = request.course, request.assignment, request.student
+        folder = notebook_path(course, SUBMITTED, assignment, student).parent
+        refused = request.record.refused_files
+        refusals = Refusals({str(folder): refused})  # the client's, for the notebook's record
+        log = Path(request.log_dir) / f"{student}.log"
+        with _output_to(log):
+            for entry in refused:
+                print(f"Refused {folder}/{entry}: {WHY}; removed, never followed", file=sys.stderr)
+            try:
+                app = AutogradeApp()
+                app.initialize(
+                    [assignment, "--student", student, "--force", *request.nbgrader_args]
+                )
+                app.update_config(self._config(refusals))
+                app.start()
+            except BaseException as e:  # noqa: BLE001 - reported per student; the class goes on
+                error = f"{type(e).__name__}: {e}".strip() + f" (see {student}.log)"
+        seconds = round(time.monotonic() - started, 2)
+        graded = notebook_path(course, AUTOGRADED, assignment, student)
+        return error, seconds, _read_record(graded) or request.record
+
+    def _config(self, refusals: Refusals) -> Config:
+        """What this process passes into autograde: its kernels' servers and spare, and the
+        student's refusals (for the pre-convert hook and RefuseSpecialFiles alike)."""
+        return Config(
+            {
+                "ResilientExecute": {"fork_servers": self.fork_servers, "spare": self.spare},
+                "Autograde": {"pre_convert_hook": refusals},
+                "RefuseSpecialFiles": {"refusals": refusals},
+            }
+        )
 
 
 @contextlib.contextmanager
-def _output_to(path):
+def _output_to(path: Path) -> Iterator[None]:
     """Send this process's stdout and stderr (nbgrader's log included) to ``path``."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -79,39 +125,22 @@ def _output_to(path):
             os.close(fd)
 
 
-def _read_record(path):
+def _read_record(path: Path) -> RunRecord | None:
+    """The run record of the autograded notebook at ``path``; None if it was not written."""
     try:
         return RunRecord.of(json.loads(Path(path).read_text()))
     except (OSError, ValueError):
-        return RunRecord()
+        return None
 
 
-def _grade_request(course, assignment, student, nbgrader_args, log_dir, refused):
-    """One student: autograde, then what autograde wrote into the scratch gradebook."""
-    from nbgrader.api import MissingEntry
-
-    from attncourse.gradebook import autograde_results
-
-    os.chdir(course)
-    result = grade_student(course, assignment, student, nbgrader_args, log_dir, refused)
-    started = time.monotonic()
-    try:
-        url = f"sqlite:///{Path(course) / 'gradebook.db'}"
-        result.gradebook = autograde_results(url, assignment, student)
-    except MissingEntry:
-        result.gradebook = None  # autograde failed before it recorded the submission
-    result.read_gradebook_s = round(time.monotonic() - started, 3)
-    return result
-
-
-def _exit_with(parent):
+def _exit_with(parent: int) -> None:
     """Exit as soon as ``parent`` (the worker) is gone; the kernels die with this process."""
     while os.getppid() == parent:
         time.sleep(1)
     os._exit(1)
 
 
-def limit_memory(mb=GRADER_DATA_MB):
+def limit_memory(mb: int = GRADER_DATA_MB) -> None:
     """Cap this process's data (its heap and private mappings; the kernels set their own,
     lower limits): an allocation past it raises MemoryError in the check that asked."""
     limit = mb * 2**20
@@ -123,9 +152,10 @@ def limit_memory(mb=GRADER_DATA_MB):
     )
 
 
-def serve(read_fd, write_fd, parent):
+def serve(read_fd: int, write_fd: int, parent: int) -> None:
     """The grading process: grade each request from the worker, until it goes or falls idle."""
     limit_memory()
+    grader = Grader()
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     requests = Connection(read_fd, writable=False)
     replies = Connection(write_fd, readable=False)
@@ -134,4 +164,4 @@ def serve(read_fd, write_fd, parent):
             request = requests.recv()
         except EOFError:
             break
-        replies.send(_grade_request(*request))
+        replies.send(grader.grade(request))

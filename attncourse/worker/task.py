@@ -1,5 +1,6 @@
 """In the Dask worker: the task that grades one student, and the grading processes it keeps
-(one per run and thread count, each serving one student at a time) until the client ends the run."""
+(one per run and thread count, each serving one student at a time, in the run's
+:class:`GradingPool`) until the client ends the run."""
 
 import os
 import shutil
@@ -9,9 +10,20 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any, cast
+
+from distributed import WorkerPlugin
 
 from attncourse.constants import AUTOGRADED, GRADEBOOK, SUBMITTED, threads_per_kernel
 from attncourse.course import venv_path
+from attncourse.handoffs import (
+    AutogradeResult,
+    CourseBundle,
+    FileTree,
+    GradingJob,
+    GradingRequest,
+    TaskResult,
+)
 from attncourse.worker.files import read_tree, write_tree
 
 LOG_BYTES = 1_000_000  # the end of a student's log that travels back to the client
@@ -20,12 +32,12 @@ LOG_BYTES = 1_000_000  # the end of a student's log that travels back to the cli
 class GradingProcess:
     """A grading process of this worker for one run, with its scratch course at ``course``."""
 
-    def __init__(self, bundle, threads, course):
+    def __init__(self, bundle: CourseBundle, threads: int, course: Path) -> None:
         self.threads = threads
         self.course = Path(course)
         shutil.rmtree(self.course, ignore_errors=True)
-        write_tree(self.course, bundle["files"])
-        self.gradebook = bundle["gradebook"]
+        write_tree(self.course, bundle.files)
+        self.gradebook = bundle.gradebook
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
         env = {**os.environ, "PATH": venv_path()}
@@ -45,32 +57,39 @@ class GradingProcess:
         self.requests = Connection(from_parent, readable=False)
         self.replies = Connection(to_parent, writable=False)
 
-    def grade(self, job):
-        """Autograde ``job``'s student in the scratch course; return the result."""
-        student, assignment = job["student"], job["assignment"]
+    def grade(self, job: GradingJob) -> tuple[AutogradeResult, FileTree, str]:
+        """Autograde ``job``'s student in the scratch course: (what autograde did, the
+        autograded folder, the end of the student's log)."""
+        student, assignment = job.student, job.assignment
         for folder in (SUBMITTED, AUTOGRADED, "logs"):
             shutil.rmtree(self.course / folder, ignore_errors=True)
-        write_tree(self.course / SUBMITTED / student / assignment, job["files"])
+        write_tree(self.course / SUBMITTED / student / assignment, job.files)
         (self.course / "logs").mkdir()
         (self.course / GRADEBOOK).write_bytes(self.gradebook)  # nothing of the last one
-        args = [
-            f"--CourseDirectory.root={self.course}",
-            f"--CourseDirectory.db_url=sqlite:///{self.course / GRADEBOOK}",
-            *job["args"],
-        ]
-        request = (str(self.course), assignment, student, args, str(self.course / "logs"))
+        request = GradingRequest(
+            course=str(self.course),
+            assignment=assignment,
+            student=student,
+            nbgrader_args=(
+                f"--CourseDirectory.root={self.course}",
+                f"--CourseDirectory.db_url=sqlite:///{self.course / GRADEBOOK}",
+                *job.nbgrader_args,
+            ),
+            log_dir=str(self.course / "logs"),
+            record=job.record,
+        )
         try:
-            self.requests.send((*request, job["refused"]))
+            self.requests.send(request)
             result = self.replies.recv()
         except (EOFError, OSError) as e:
             code = self.process.wait()
             raise RuntimeError(f"the grading process exited ({code}) grading {student}") from e
-        result.files = read_tree(self.course / AUTOGRADED / student / assignment)
+        files = read_tree(self.course / AUTOGRADED / student / assignment)
         log = self.course / "logs" / f"{student}.log"
-        result.log = log.read_bytes()[-LOG_BYTES:].decode(errors="replace") if log.exists() else ""
-        return result
+        tail = log.read_bytes()[-LOG_BYTES:].decode(errors="replace") if log.exists() else ""
+        return result, files, tail
 
-    def close(self):
+    def close(self) -> None:
         """End the grading process (its kernels and fork server with it) and its scratch course."""
         self.requests.close()
         self.replies.close()
@@ -82,63 +101,80 @@ class GradingProcess:
         shutil.rmtree(self.course, ignore_errors=True)
 
 
-_idle = {}  # run -> grading processes of this worker waiting for a student of that run
-_idle_lock = threading.Lock()
-_stopped = set()  # runs the client has ended
-_started = 0
+class GradingPool(WorkerPlugin):
+    """A run's grading processes on one Dask worker, waiting for that run's next student.
 
-
-def grade_on_worker(bundle, job):
-    """The Dask task: autograde one student (``job``) of the run ``bundle`` belongs to.
-
-    ``job``: ``assignment``, ``student``, ``files`` (the submitted folder, as
-    :func:`read_tree` gives it), ``refused``, ``args`` (nbgrader arguments), ``threads``
-    (torch threads per kernel, or None: this host's cores over its grading slots) and
-    ``slots`` (host -> grading slots, for that default).
+    The client registers one per run on every worker (:func:`pool_name`) and unregisters it
+    when the run ends, which closes them; a task finds its worker's through ``worker.plugins``.
     """
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+
+    def setup(self, worker: Any) -> None:
+        self.idle: list[GradingProcess] = []
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.started = 0
+        self.folder = Path(worker.local_directory)
+
+    def take(self, bundle: CourseBundle, threads: int) -> GradingProcess:
+        """An idle grading process of ``threads`` threads per kernel, else a new one."""
+        with self.lock:
+            grader = next((g for g in self.idle if g.threads == threads), None)
+            if grader is not None:
+                self.idle.remove(grader)
+                return grader
+            self.started += 1
+            course = self.folder / f"attncourse-{self.run}-{self.started}"
+        return GradingProcess(bundle, threads, course)
+
+    def give_back(self, grader: GradingProcess) -> None:
+        """Keep ``grader`` for the run's next student (closed if the run has ended)."""
+        with self.lock:
+            if not self.stopped:
+                self.idle.append(grader)
+                return
+        grader.close()
+
+    def teardown(self, worker: Any) -> None:
+        with self.lock:
+            self.stopped = True
+            graders, self.idle = self.idle, []
+        for grader in graders:
+            grader.close()
+
+
+def pool_name(run: str) -> str:
+    """The name of ``run``'s :class:`GradingPool` on every worker."""
+    return f"attncourse-grading-{run}"
+
+
+def grade_on_worker(bundle: CourseBundle, job: GradingJob) -> TaskResult:
+    """The Dask task: autograde one student (``job``) of the run ``bundle`` belongs to, in a
+    grading process of this worker's :class:`GradingPool` for the run."""
     from distributed import get_worker
     from distributed.comm import get_address_host
 
-    global _started
     started = time.monotonic()
     worker = get_worker()
     host = get_address_host(worker.address)
-    threads = job["threads"] or threads_per_kernel(job["slots"].get(host, 1))
-    run = bundle["run"]
-    with _idle_lock:
-        waiting = _idle.setdefault(run, [])
-        grader = next((g for g in waiting if g.threads == threads), None)
-        if grader is not None:
-            waiting.remove(grader)
-        else:
-            _started += 1
-            course = Path(worker.local_directory) / f"attncourse-{run}-{_started}"
-    if grader is None:
-        grader = GradingProcess(bundle, threads, course)
+    threads = job.threads or threads_per_kernel(job.slots.get(host, 1))
+    pool = cast(GradingPool, worker.plugins[pool_name(bundle.run)])
+    grader = pool.take(bundle, threads)
     try:
-        result = grader.grade(job)
+        autograde, files, log = grader.grade(job)
     except BaseException:
         grader.close()
         raise
-    with _idle_lock:
-        done = run in _stopped
-        if not done:
-            _idle.setdefault(run, []).append(grader)
-    if done:
-        grader.close()
-    result.worker = str(worker.name)
-    result.worker_address = worker.address
-    result.gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # pinned on a GPU grader
-    result.threads_per_kernel = threads
-    result.task_s = round(time.monotonic() - started, 2)
-    return result
-
-
-def stop_grading(run):
-    """End this worker's grading processes of ``run`` (the client calls it on every worker)."""
-    with _idle_lock:
-        _stopped.add(run)
-        graders = _idle.pop(run, [])
-    for grader in graders:
-        grader.close()
-    return len(graders)
+    pool.give_back(grader)
+    return TaskResult(
+        autograde=autograde,
+        files=files,
+        log=log,
+        worker=str(worker.name),
+        worker_address=worker.address,
+        gpu=os.environ.get("CUDA_VISIBLE_DEVICES"),  # pinned on a GPU grader
+        threads_per_kernel=threads,
+        task_s=round(time.monotonic() - started, 2),
+    )

@@ -5,6 +5,7 @@ from functools import partial
 import torch
 
 from attncourse.judge.checks import answer, call, check_close, fail
+from attncourse.judge.remote import StudentNamespace
 
 from .references import (
     copied_instances,
@@ -18,7 +19,7 @@ from .tolerances import EXACT_TOL, FLOAT32_TOL
 from .toy import as_matrix
 
 
-def check_q4_split(ns, which):
+def check_q4_split(ns: StudentNamespace, which: str) -> None:
     """``which``(X, W, n_heads) returns (n_heads, n, d_h), head h = X W[:, h d_h:(h+1) d_h]."""
     fn = answer(ns, which, "Q4(c)")
     n, H, d_h, X, W = q4_instance(which)
@@ -41,7 +42,7 @@ def check_q4_split(ns, which):
     )
 
 
-def check_q5_head_splits(ns):
+def check_q5_head_splits(ns: StudentNamespace) -> None:
     """The per-head blocks Q_0 .. V_1 are the first and last two columns of Q, K, V."""
     answers = {m: tuple(answer(ns, f"{m}_{h}", "Q5(a)") for h in (0, 1)) for m in "QKV"}
     Q, K, V, _, _, _ = two_head_reference(ns.student)
@@ -72,7 +73,7 @@ def check_q5_head_splits(ns):
             )
 
 
-def check_q5_concat_output(ns):
+def check_q5_concat_output(ns: StudentNamespace) -> None:
     """H_concat = [H_0 | H_1] along the features, Y_mha = H W^(o)."""
     H_concat, Y_mha = answer(ns, "H_concat", "Q5(b)"), answer(ns, "Y_mha", "Q5(b)")
     _, _, _, H0, H1, Wo = two_head_reference(ns.student)

@@ -11,6 +11,7 @@ from attncourse.judge.checks import (
     fail,
     rng_for,
 )
+from attncourse.judge.remote import StudentNamespace
 
 from .references import q1_expected
 
@@ -67,7 +68,7 @@ def _q1_draws(part):
             return first, second
 
 
-def check_q1_shapes(ns, part):
+def check_q1_shapes(ns: StudentNamespace, part: str) -> None:
     """Evaluate a Q1 shape function at two draws of distinct (B, n, d) and compare each shape."""
     fn = answer(ns, Q1_FUNCTIONS[part], f"Q1 {part}")
     names = Q1_QUANTITIES[part]

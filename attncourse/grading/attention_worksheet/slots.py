@@ -1,7 +1,7 @@
 """Q2 of ``attention_worksheet``: which quantity fills each slot of the multi-head figure."""
 
 from attncourse.judge.checks import answer, call, describe, fail
-from attncourse.judge.remote import Remote
+from attncourse.judge.remote import Remote, StudentNamespace
 
 from .references import SLOT_GROUPS, SLOT_KEY, VOCABULARY
 
@@ -86,7 +86,7 @@ def _slot_cause(slot, got):
     return "follow the arrows: what enters and what leaves this slot?"
 
 
-def check_q2_slots(ns, group):
+def check_q2_slots(ns: StudentNamespace, group: str) -> None:
     """Each slot of ``group`` holds the quantity that belongs there in the figure."""
     answered = _normalised_slots(answer(ns, "SLOTS", "Q2"))
     wrong = []

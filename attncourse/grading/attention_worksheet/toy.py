@@ -2,6 +2,7 @@
 
 import math
 from functools import partial
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,7 +20,7 @@ from attncourse.judge.checks import (
     rng_for,
     tensor,
 )
-from attncourse.judge.remote import Remote
+from attncourse.judge.remote import Remote, StudentNamespace
 
 from .references import (
     copied_instances,
@@ -32,7 +33,7 @@ from .references import (
 from .tolerances import EXACT_TOL, FLOAT32_TOL, TYPED_TOL
 
 
-def as_matrix(value, what):
+def as_matrix(value: Any, what: str) -> torch.Tensor:
     """A typed or computed matrix as a float64 tensor: tensor, ndarray or nested lists of numbers."""
     if type(value) in (list, tuple):
         rows = []
@@ -56,7 +57,7 @@ def as_matrix(value, what):
     return tensor(value, what)
 
 
-def check_q3_toy_qkv(ns):
+def check_q3_toy_qkv(ns: StudentNamespace) -> None:
     """Q, K, V of the toy example, typed or computed, equal X W^(q), X W^(k), X W^(v)."""
     X, Wq, Wk, Wv, _, _ = toy_reference(ns.student)
     got = {name: as_matrix(answer(ns, name, "Q3(a)"), f"Q3(a): {name}") for name in "QKV"}
@@ -95,14 +96,14 @@ def _outputs(student):
     return torch.matmul(torch.matmul(A, V), Wo), torch.matmul(torch.matmul(exact, V), Wo)
 
 
-def largest_difference(got, ref):
+def largest_difference(got: torch.Tensor, ref: torch.Tensor) -> float:
     """The largest entry-wise difference |got - ref| (inf for another shape or a non-finite entry)."""
     if tuple(got.shape) != tuple(ref.shape) or not bool(torch.isfinite(got).all()):
         return math.inf
     return float((got - ref).abs().max())
 
 
-def check_q3_toy_output(ns):
+def check_q3_toy_output(ns: StudentNamespace) -> None:
     """Y of the toy example from the given (rounded) weights, or from the exact softmax, each
     typed entry within ``TYPED_TOL`` of one of the two."""
     X, Wq, Wk, Wv, Wo, A = toy_reference(ns.student)
@@ -152,7 +153,7 @@ def check_q3_toy_output(ns):
         )
 
 
-def check_q3_linear_bridge(ns):
+def check_q3_linear_bridge(ns: StudentNamespace) -> None:
     """linear_from_row_weight(W) is a bias-free nn.Linear computing X W for W (d_in, d_out).
 
     The layer stays in the kernel: its attributes come back as data, and it is
