@@ -42,6 +42,7 @@ Course files and notebooks
     ``parts``         the part each cell belongs to ("Part 5", "Q3(b)"): one vocabulary for all
     ``pointers``      where a message points, as the student sees it: part, function, line
     ``pointing``      the words of those pointers: pure functions, shipped with the students' prover
+    ``ipythoncode``   a cell's text as the Python IPython runs (magics to calls), parsed: one transform
     ``runrecord``     a notebook's run record: what grading it recorded, built and read here
     ``handoffs``      what crosses each boundary of a submission's route: one frozen dataclass each
     ``status``        what became of a submission: graded, or untouched, unreadable, missing
@@ -57,4 +58,6 @@ Course files and notebooks
 Names and defaults
     ``constants``     every shared name, limit, budget and default, read from here
     ``upstream``      every private name of nbclient, jupyter_client and nbgrader used, behind one adapter
+    ``dangerous``     the names in student code that reach past the answer: the integrity scan's
+                      and the judge's one vocabulary, shipped with the students' prover
 """

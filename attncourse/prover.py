@@ -2,7 +2,9 @@
 
 ``attncourse release`` writes it beside each release notebook (:func:`write_prover`): a copy
 of the judge's proving modules (:data:`SHIPPED`, their imports made relative, nothing else of
-the package), ``failure`` and ``cells`` (the two definitions they use from elsewhere) and
+the package), the modules beside the judge they import (:data:`BESIDE`: the dangerous names,
+the cell transform, the pointers' words), ``failure`` and ``cells`` (the two definitions they
+use from elsewhere) and
 ``book`` (:class:`~attncourse.judge.history.Book`: the rules each rule test cell's check
 declares, the parts, and digests of the course's own cells). Nothing of the hidden checks,
 references, tolerances or secrets is in it. The instructor's source notebooks reach the same
@@ -28,7 +30,22 @@ from attncourse.parts import cell_parts
 
 PACKAGE = "coursecheck"
 # The judge's modules the student's copy holds, as they are (imports made relative).
-SHIPPED = ("libraries", "program", "resolve", "tampering", "rules", "rulebook", "history")
+SHIPPED = (
+    "libraries",
+    "program",
+    "values",
+    "walk",
+    "calls",
+    "scopes",
+    "callgraph",
+    "resolve",
+    "tampering",
+    "rules",
+    "rulebook",
+    "history",
+)
+# The modules beside the judge they import, shipped as they are (imports made relative).
+BESIDE = ("dangerous", "ipythoncode", "pointing")
 HEADER = "# Generated from the course's judge by the release build: do not edit.\n"
 INIT = '''"""The rules of this notebook's parts, proved on your own code as you ran it.
 
@@ -110,10 +127,9 @@ def book_of(assignment: str, notebooks) -> Book:
 def _relative(text: str) -> str:
     """A judge module's text as a module of the shipped package."""
     text = text.replace("from attncourse.judge.checks import", "from .failure import")
-    text = text.replace("from attncourse.cells import", "from .cells import")
-    text = text.replace("from attncourse.pointing import", "from .pointing import")
     text = text.replace("from attncourse.judge import", "from . import")
     text = re.sub(r"from attncourse\.judge\.(\w+) import", r"from .\1 import", text)
+    text = re.sub(r"from attncourse\.(\w+) import", r"from .\1 import", text)  # BESIDE, cells
     text = text.replace("attncourse.judge.", f"{PACKAGE}.").replace("attncourse", PACKAGE)
     return HEADER + text
 
@@ -154,7 +170,8 @@ def prover_files(assignment: str, root=ROOT) -> dict[str, str]:
         + "\n\n"
         + inspect.getsource(fail)
     )
-    files["pointing.py"] = HEADER + Path(pointing.__file__).read_text()
+    package = Path(pointing.__file__).parent
+    files |= {f"{name}.py": _relative((package / f"{name}.py").read_text()) for name in BESIDE}
     files["cells.py"] = (
         f'{HEADER}"""A code cell as the rules read it."""\n\nfrom dataclasses import dataclass\n\n\n'
         + inspect.getsource(CodeCell)

@@ -27,13 +27,19 @@ PACKAGE = Path(attncourse.__file__).parent
 
 # Lowest first: a module may import its own layer and those below it, never one above.
 LAYERS = {
-    "names and defaults": ["attncourse", "attncourse.constants", "attncourse.upstream"],
+    "names and defaults": [
+        "attncourse",
+        "attncourse.constants",
+        "attncourse.upstream",
+        "attncourse.dangerous",
+    ],
     "course files and notebooks": [
         "attncourse.course",
         "attncourse.cells",
         "attncourse.parts",
         "attncourse.pointing",
         "attncourse.pointers",
+        "attncourse.ipythoncode",
         "attncourse.runrecord",
         "attncourse.handoffs",
         "attncourse.status",

@@ -46,7 +46,9 @@ the answer does not deserve the tests' points.
 
 Modules:
 
-* :mod:`~attncourse.integrity.scanner` — the rules, applied to the source of one cell;
+* :mod:`~attncourse.integrity.scanner` — the rules, applied to the source of one cell (its
+  dangerous names are :mod:`attncourse.dangerous`'s and its cell transform
+  :mod:`attncourse.ipythoncode`'s, both shared with the judge's rule prover);
 * :mod:`~attncourse.integrity.coursenotebook` — the course's trusted cells, parts, allowed
   imports and protected names, from the gradebook or a notebook;
 * :mod:`~attncourse.integrity.findings` — a notebook's findings, stored in and read from

@@ -11,7 +11,8 @@ from nbgrader.coursedir import CourseDirectory
 from attncourse import upstream
 from attncourse.cells import grade_id
 from attncourse.course import source_notebook
-from attncourse.integrity.scanner import BASE_PROTECTED, import_bindings, parse
+from attncourse.integrity.scanner import BASE_PROTECTED, import_bindings
+from attncourse.ipythoncode import parse
 
 
 @dataclass(frozen=True)

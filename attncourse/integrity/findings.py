@@ -13,7 +13,8 @@ from nbformat.notebooknode import NotebookNode
 from attncourse.cells import grade_id
 from attncourse.constants import METADATA_KEY
 from attncourse.integrity.coursenotebook import CourseNotebook, normalize
-from attncourse.integrity.scanner import parse, python_tree, scan_source
+from attncourse.integrity.scanner import scan_source
+from attncourse.ipythoncode import cell_tree, parse
 from attncourse.pointers import cell_places
 from attncourse.pointing import Place, enclosing_name, pointer
 
@@ -78,7 +79,7 @@ def scan_notebook(nb: NotebookNode, course: CourseNotebook) -> list[Finding]:
         for hit in hits:
             parts = [part] if ref is not None else _parts_affected(source, hit[1], uses, part)
             place = places[index]
-            function = enclosing_name(python_tree(source), hit[1])
+            function = enclosing_name(cell_tree(source), hit[1])
             findings += [
                 Finding(index, gid, p, *hit, place.part, function, place.cell) for p in parts
             ]

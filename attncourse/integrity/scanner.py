@@ -9,9 +9,8 @@ import ast
 import io
 import tokenize
 
-from IPython.core.inputtransformer2 import TransformerManager
-
-from attncourse.pointing import leading_blank_lines
+from attncourse import dangerous
+from attncourse.ipythoncode import cell_python, cell_tree
 
 BASE_PROTECTED = {
     "torch",
@@ -32,85 +31,21 @@ BASE_PROTECTED = {
     "setattr",
     "callable",
 }
-INTERPRETER_MODULES = {
-    "sys",
-    "os",
-    "gc",
-    "ctypes",
-    "inspect",
-    "builtins",
-    "__builtins__",
-    "linecache",
-    "subprocess",
-    "importlib",
-    "atexit",
-    "shutil",
-}
-INTERPRETER_ATTRIBUTES = {
-    "_getframe",
-    "f_globals",
-    "f_locals",
-    "f_back",
-    "f_builtins",
-    "f_code",
-    "tb_frame",
-    "gi_frame",
-    "cr_frame",
-    "__globals__",
-    "__code__",
-    "__closure__",
-    "__subclasses__",
-    "__bases__",
-    "__mro__",
-    "__loader__",
-    "__spec__",
-    "__import__",
-}
-INTERPRETER_CALLS = {"globals", "locals", "vars", "get_ipython", "breakpoint", "__import__"}
-DYNAMIC_CALLS = {"exec", "eval", "compile"}
-HOOK_METHODS = {
-    "__eq__",
-    "__ne__",
-    "__bool__",
-    "__instancecheck__",
-    "__subclasscheck__",
-    "__torch_function__",
-    "__torch_dispatch__",
-    "__array_ufunc__",
-    "__array_function__",
-}
+# What the scan flags, from the vocabulary the judge's rule prover reads too.
+INTERPRETER_MODULES = dangerous.INTERPRETER_MODULES | dangerous.SYSTEM_MODULES
+INTERPRETER_ATTRIBUTES = dangerous.FRAME_ATTRIBUTES | dangerous.INTERNAL_ATTRIBUTES
+INTERPRETER_CALLS = dangerous.INTERPRETER_BUILTINS | {"get_ipython"}
+HOOK_METHODS = dangerous.TORCH_HOOKS | dangerous.NUMPY_HOOKS | dangerous.TRUTH_HOOKS
+SAFE_MAGICS = dangerous.CODE_MAGICS | dangerous.QUIET_MAGICS
 ARRAY_TYPES = {"Tensor", "ndarray", "Parameter"}
-SAFE_MAGICS = {"time", "timeit", "capture", "matplotlib"}
 
 
 def scan_source(source, protected=frozenset(BASE_PROTECTED), allowed_imports=frozenset()):
     """``(kind, line, detail)`` for every rule the code in one cell breaks."""
-    tree = python_tree(source)
+    tree = cell_tree(source)
     if tree is None:
-        return _scan_tokens(_to_python(source) or source, protected)
+        return _scan_tokens(cell_python(source) or source, protected)
     return _Scanner(set(protected), set(allowed_imports)).scan(tree)
-
-
-def python_tree(source):
-    """The cell as IPython would run it, parsed, its lines the ones the student sees; or None."""
-    python = _to_python(source)
-    tree = parse(python) if python is not None else None
-    return ast.increment_lineno(tree, leading_blank_lines(source)) if tree is not None else None
-
-
-def _to_python(source):
-    """The cell as IPython would run it (magics turned into calls), or None."""
-    try:
-        return TransformerManager().transform_cell(source)
-    except Exception:
-        return None
-
-
-def parse(source):
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
 
 
 def import_bindings(tree):
@@ -328,7 +263,7 @@ class _Scanner(ast.NodeVisitor):
         name = func.id if isinstance(func, ast.Name) else None
         if name == "__import__":
             self.add("import", node, "calls __import__")
-        elif name in DYNAMIC_CALLS:
+        elif name in dangerous.DYNAMIC_CODE:
             self.add("dynamic code", node, f"calls {name}()")
         elif name in INTERPRETER_CALLS:
             self.add("interpreter", node, f"calls {name}()")
@@ -408,7 +343,7 @@ def _scan_tokens(source, protected):
                 findings.append(
                     ("interpreter", row, f"uses {tok.string} (the cell does not parse)")
                 )
-            elif tok.string in DYNAMIC_CALLS:
+            elif tok.string in dangerous.DYNAMIC_CODE:
                 findings.append(
                     ("dynamic code", row, f"uses {tok.string} (the cell does not parse)")
                 )

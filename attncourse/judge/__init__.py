@@ -14,10 +14,15 @@
   statement per output, the import rule), proved on the notebook's source;
 * :mod:`~attncourse.judge.program` — the notebook's code parsed once, with every binding;
 * :mod:`~attncourse.judge.resolve` — what an answer's code reaches, resolved statically,
-  and the constructs the judge cannot resolve;
+  and the constructs the judge cannot resolve (:class:`Reach`), in parts:
+  :mod:`~attncourse.judge.values` (the abstract values), :mod:`~attncourse.judge.walk` (the
+  reached code walked), :mod:`~attncourse.judge.calls` (calls followed or refused),
+  :mod:`~attncourse.judge.scopes` (names, bindings, attributes) and
+  :mod:`~attncourse.judge.callgraph` (recursion);
 * :mod:`~attncourse.judge.tampering` — what any student cell does to change an answer from
   outside it (patches, hooks, dynamic code);
-* :mod:`~attncourse.judge.libraries` — what the judge knows of the libraries and builtins.
+* :mod:`~attncourse.judge.libraries` — what the judge knows of the libraries and builtins
+  (the dangerous names are :mod:`attncourse.dangerous`'s, shared with the integrity scan).
 
 ``attncourse.grading.<assignment>`` builds on ``checks`` and ``rules``; nothing here imports
 an assignment's module except :mod:`~attncourse.judge.verdict`, by name, at grading time.

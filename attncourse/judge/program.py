@@ -12,20 +12,17 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from IPython.core.inputtransformer2 import TransformerManager
-
 from attncourse.cells import CodeCell
-from attncourse.judge.libraries import CODE_MAGICS, DEFINITIONS, FIRST_CELL, FUNCTIONS, INERT_MAGICS
+from attncourse.dangerous import CODE_MAGICS, INERT_MAGICS
+from attncourse.ipythoncode import cell_tree
+from attncourse.judge.libraries import DEFINITIONS, FIRST_CELL, FUNCTIONS
 from attncourse.pointing import (
     Place,
     enclosing_names,
-    leading_blank_lines,
     located,
     place_of,
     pointer,
 )
-
-_transform = TransformerManager().transform_cell
 
 # ----------------------------------------------------------------------------- the cells
 
@@ -68,11 +65,8 @@ class Finding:
 
 def python_source(text):
     """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
-    try:
-        tree = _MagicCode().visit(ast.parse(_transform(text)))
-    except (SyntaxError, ValueError):
-        return None
-    return ast.increment_lineno(tree, leading_blank_lines(text))  # the cell's own lines
+    tree = cell_tree(text)  # the cell's own lines
+    return _MagicCode().visit(tree) if tree is not None else None
 
 
 def magic_call(node):

@@ -13,18 +13,18 @@ from __future__ import annotations
 import ast
 import sys
 
-from attncourse.judge.libraries import (
+from attncourse.dangerous import (
     DYNAMIC_BUILTINS,
     DYNAMIC_MODULES,
-    FUNCTIONS,
+    FRAME_ATTRIBUTES,
     HOOK,
-    KNOWN_LIBRARIES,
     PLAIN_DUNDERS,
-    TAMPER_PATHS,
-    under,
+    TORCH_HOOKS,
 )
+from attncourse.judge.libraries import FUNCTIONS, KNOWN_LIBRARIES, TAMPER_PATHS, under
 from attncourse.judge.program import Finding, Program, magic_call
-from attncourse.judge.resolve import Lib, Reach, Value, text_of
+from attncourse.judge.resolve import Reach
+from attncourse.judge.values import Lib, Value, text_of
 
 
 def tampering(program: Program) -> list[Finding]:
@@ -62,10 +62,7 @@ class _Tampering:
                 continue
             if isinstance(node, ast.ClassDef):
                 for stmt in node.body:
-                    if isinstance(stmt, FUNCTIONS) and stmt.name in (
-                        "__torch_function__",
-                        "__torch_dispatch__",
-                    ):
+                    if isinstance(stmt, FUNCTIONS) and stmt.name in TORCH_HOOKS:
                         self.add(f"`{stmt.name}` in class {node.name}", stmt)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._import(node)
@@ -105,7 +102,7 @@ class _Tampering:
     def _attribute(self, node):
         if node.attr.startswith("__") and node.attr not in PLAIN_DUNDERS:
             self.add(f"`.{node.attr}`", node)
-        elif node.attr in _FRAME_ATTRS:
+        elif node.attr in FRAME_ATTRIBUTES:
             self.add(f"`.{node.attr}`", node)
         else:
             for value in self._values(node):
@@ -146,16 +143,3 @@ class _Tampering:
                 return
             if any(isinstance(v, Lib) for v in self._values(node.args[0])):
                 self.add(f"`{func.id}({text_of(node.args[0])}, ...)` changes a library", node)
-
-
-_FRAME_ATTRS = {
-    "f_globals",
-    "f_locals",
-    "f_back",
-    "f_builtins",
-    "f_code",
-    "gi_frame",
-    "tb_frame",
-    "cr_frame",
-    "f_trace",
-}

@@ -13,20 +13,17 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from IPython.core.inputtransformer2 import TransformerManager
-
 from .cells import CodeCell
-from .libraries import CODE_MAGICS, DEFINITIONS, FIRST_CELL, FUNCTIONS, INERT_MAGICS
+from .dangerous import CODE_MAGICS, INERT_MAGICS
+from .ipythoncode import cell_tree
+from .libraries import DEFINITIONS, FIRST_CELL, FUNCTIONS
 from .pointing import (
     Place,
     enclosing_names,
-    leading_blank_lines,
     located,
     place_of,
     pointer,
 )
-
-_transform = TransformerManager().transform_cell
 
 # ----------------------------------------------------------------------------- the cells
 
@@ -69,11 +66,8 @@ class Finding:
 
 def python_source(text):
     """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
-    try:
-        tree = _MagicCode().visit(ast.parse(_transform(text)))
-    except (SyntaxError, ValueError):
-        return None
-    return ast.increment_lineno(tree, leading_blank_lines(text))  # the cell's own lines
+    tree = cell_tree(text)  # the cell's own lines
+    return _MagicCode().visit(tree) if tree is not None else None
 
 
 def magic_call(node):
@@ -358,6 +352,3 @@ class Program:
     def definitions(self, name):
         """Module-level ``def``/``class`` nodes binding ``name`` in the student's cells."""
         return [p for k, p, _ in self.module.names.get(name, []) if k == "def"]
-
-    def student_bindings(self, name):
-        return self.module.names.get(name, [])
