@@ -41,6 +41,7 @@ SHIPPED = (
     "resolve",
     "tampering",
     "rules",
+    "recordable",
     "rulebook",
     "history",
 )

@@ -256,6 +256,7 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
         "ipythoncode.py",
         "libraries.py",
         "pointing.py",
+        "recordable.py",
         "program.py",
         "resolve.py",
         "rules.py",
