@@ -123,6 +123,8 @@ def _status(result, record):
         return "error", result.error
     if record.unreadable:
         return "unreadable", record.unreadable
+    if record.refused:
+        return "refused", record.refused
     if record.faults:
         return "faults", "; ".join(
             f"{f['fault']} in {f.get('where') or f['cell']}" for f in record.faults

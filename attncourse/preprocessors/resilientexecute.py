@@ -33,6 +33,7 @@ from attncourse.judge import verdict
 from attncourse.judge.channel import PipeChannel
 from attncourse.judge.remote import KernelFault, Session, StudentNamespace
 from attncourse.pointers import cell_places, located_cells
+from attncourse.preprocessors.submissionlimits import refusal
 from attncourse.roster import roster_reader
 from attncourse.runrecord import RunRecord
 from attncourse.sandbox import sparekernel
@@ -56,6 +57,12 @@ class ResilientExecute(Execute):
 
     max_output_bytes = Integer(
         constants.MAX_OUTPUT_BYTES, help="Output a cell may produce before the rest is dropped."
+    ).tag(config=True)
+    max_outputs = Integer(
+        1000,
+        help="Outputs (messages: prints, displays) one cell may send; past it the cell is "
+        "interrupted and the rest dropped, saying so. Each costs the grader a message; the "
+        "course's cells send at most a few dozen.",
     ).tag(config=True)
     iopub_timeout = Integer(
         constants.IOPUB_TIMEOUT_S,
@@ -98,15 +105,17 @@ class ResilientExecute(Execute):
         self, nb: NotebookNode, resources: ResourcesDict, km: KernelManager | None = None
     ) -> tuple[NotebookNode, ResourcesDict]:
         record = resources.setdefault(METADATA_KEY, RunRecord.of(nb))
-        if record.unreadable:
+        if record.unreadable or record.refused:
+            ename = "SubmissionUnreadable" if record.unreadable else "SubmissionRefused"
             for cell in nb.cells:
                 if cell.cell_type == "code" and utils.is_grade(cell):
-                    cell.outputs = [_error("SubmissionUnreadable", record.unreadable)]
+                    cell.outputs = [_error(ename, record.unreadable or record.refused)]
             return nb, resources
         self._record = record
         self._dead = set()
         self._restarts = 0
         self._output_bytes = defaultdict(int)
+        self._outputs = defaultdict(int)
         self._truncated = set()
         kernel_name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", "")
         self._workspace, self._adopt = sparekernel.take(self._spare_key(kernel_name))
@@ -330,6 +339,9 @@ class ResilientExecute(Execute):
             return cell, resources
         if is_test_cell(cell):
             return self._judge(cell, index)
+        if refusal(cell):
+            cell.outputs = [_error("SubmissionLimit", refusal(cell))]
+            return cell, resources
         if not cell.source.strip():
             return cell, resources
         if self._restarts > self.max_kernel_restarts:
@@ -409,6 +421,9 @@ class ResilientExecute(Execute):
     def output(self, outs, msg, display_id, cell_index):
         if self._probing is not None:
             return None  # what the kernel prints while the judge calls it is not kept
+        self._outputs[cell_index] += 1
+        if self._outputs[cell_index] > self.max_outputs:
+            return self._too_many_outputs(outs, cell_index)
         content = msg.get("content", {})
         size = len(content.get("text", "")) + sum(
             len(str(v)) for v in content.get("data", {}).values()
@@ -425,6 +440,21 @@ class ResilientExecute(Execute):
             self._fault(self.nb.cells[cell_index], cell_index, "output truncated")
             note = f"[output truncated: this cell printed more than {self.max_output_bytes} bytes]"
             outs.append(nbformat.v4.new_output("display_data", data={"text/plain": note}))
+        return None
+
+    def _too_many_outputs(self, outs, cell_index):
+        """Past ``max_outputs``: drop the output and, the first time, interrupt the cell (each
+        output costs the grader a message), saying so in the cell."""
+        if self._outputs[cell_index] == self.max_outputs + 1:
+            self._fault(self.nb.cells[cell_index], cell_index, "refused: too many outputs")
+            note = (
+                f"[this cell was interrupted: it sent more than {self.max_outputs} outputs "
+                "(ResilientExecute.max_outputs)]"
+            )
+            outs.append(nbformat.v4.new_output("display_data", data={"text/plain": note}))
+            interrupted = self.km.interrupt_kernel()
+            if inspect.isawaitable(interrupted):
+                asyncio.ensure_future(interrupted)
         return None
 
 
