@@ -14,6 +14,7 @@ from typing import IO
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
+from nbformat.validator import iter_validate
 
 from attncourse.preprocessors.submissionlimits import SubmissionLimits
 from attncourse.runrecord import RunRecord
@@ -34,6 +35,8 @@ def why_unreadable(data: bytes | str, error: Exception) -> str:
         if not data.strip():
             return "the file is empty"
         return f"the file is not valid JSON at line {e.lineno}, column {e.colno} ({e.msg})"
+    except RecursionError:
+        return "the file's JSON nests deeper than a notebook's may (Python's parser gave up)"
     return f"the file is JSON but not a notebook ({type(error).__name__}: {error})"[:500]
 
 
@@ -43,6 +46,25 @@ def unreadable_cell(reason: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(
         f"**This submission could not be read:** {reason}.\n\n**What to do:** {step}."
     )
+
+
+def unreadable_cells(nb: nbformat.NotebookNode) -> list[str]:
+    """Replace each cell of ``nb`` that breaks nbformat's schema (which nbconvert would refuse
+    the whole notebook for) by a note saying why; the reasons. The course's own cells among
+    them are put back from the release (RepairGradeCells)."""
+    bad: dict[int, str] = {}
+    for error in iter_validate(nb):
+        path = list(error.path)
+        if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
+            where = "/".join(map(str, path[2:])) or "the cell itself"
+            bad.setdefault(
+                path[1], f"did not follow the notebook format ({error.validator} at {where})"
+            )
+    for index, why in bad.items():
+        nb.cells[index] = nbformat.v4.new_markdown_cell(
+            f"**This cell could not be read:** it {why}."
+        )
+    return list(bad.values())
 
 
 def refused_cell(reason: str) -> nbformat.NotebookNode:
@@ -60,7 +82,9 @@ class TolerantNotebookExporter(NotebookExporter):
         self, file_stream: IO, resources: ResourcesDict | None = None, **kw
     ) -> tuple[str, ResourcesDict]:
         limit = SubmissionLimits(config=self.config).max_notebook_bytes
-        data = file_stream.read(limit + 1)
+        # The bytes where the stream has them: a file that is not UTF-8 is the student's
+        # problem, said as such, not an error of the text stream that nbconvert opened.
+        data = getattr(file_stream, "buffer", file_stream).read(limit + 1)
         if len(data) > limit:
             reason = (
                 f"the notebook file is larger than the course's limit of {limit:,} bytes "
@@ -70,9 +94,16 @@ class TolerantNotebookExporter(NotebookExporter):
             RunRecord(refused=reason).store(nb)
             return self.from_notebook_node(nb, resources=resources, **kw)
         try:
-            nb = nbformat.reads(data, as_version=4)
+            nb = nbformat.reads(data.decode() if isinstance(data, bytes) else data, as_version=4)
+            broken = unreadable_cells(nb)
+            nbformat.validate(nb)
         except Exception as e:  # not JSON, not a notebook, not UTF-8: the student's problem
             reason = why_unreadable(data, e)
             nb = nbformat.v4.new_notebook(cells=[unreadable_cell(reason)])
             RunRecord(unreadable=reason).store(nb)
+        else:
+            if broken:
+                record = RunRecord.of(nb)
+                record.repairs += [f"a cell that {why} was replaced by a note" for why in broken]
+                record.store(nb)
         return self.from_notebook_node(nb, resources=resources, **kw)
