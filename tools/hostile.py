@@ -17,14 +17,10 @@ def many_cells(nb: NotebookNode, cells: int = 10_000) -> NotebookNode:
 
 
 def many_outputs(nb: NotebookNode, outputs: int = 200_000) -> NotebookNode:
-    """One added cell that sends ``outputs`` tiny outputs, each a message of its own."""
+    """One added cell that sends ``outputs`` tiny outputs, each a message of its own (with
+    IPython's ``display``, which needs no import: an import would cost the rule-bound parts)."""
     out = copy.deepcopy(nb)
-    source = (
-        "from IPython.display import display\n"
-        f"for _i in range({outputs}):\n"
-        "    display(_i)\n"
-        "    print(_i, flush=True)\n"
-    )
+    source = f"for _i in range({outputs}):\n    display(_i)\n    print(_i, flush=True)\n"
     out.cells.append(nbformat.v4.new_code_cell(source))
     return out
 
