@@ -88,6 +88,9 @@ fuzz: venv  ## thousands of generated hostile notebooks through the grading path
 	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),3000) FUZZ_BATCH=$(or $(FUZZ_BATCH),120) $(BIN)/python -m pytest -p no:xdist -p no:randomly \
 		-W ignore --hypothesis-show-statistics tests/test_fuzz_notebooks.py
 
+soak: venv  ## as root: STUDENTS_SOAK (1000) students of attention_worksheet on PostgreSQL through injected faults; checks and throughput
+	$(BIN)/python tools/soak.py --students $(or $(STUDENTS_SOAK),1000)
+
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
 	$(BIN)/attncourse collect $(AT) $(ASSIGNMENT)
 
