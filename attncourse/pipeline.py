@@ -375,7 +375,25 @@ def _save(course, assignment, run_dir, gb, late_penalty, result):
     elif result.files is not None:
         shutil.rmtree(folder, ignore_errors=True)  # as autograde --force left it
     if result.gradebook:
-        save_autograde_results(gb, assignment, student, result.gradebook, late_penalty)
+        reconnecting(
+            gb,
+            lambda: save_autograde_results(gb, assignment, student, result.gradebook, late_penalty),
+        )
     result.files = result.gradebook = None  # delivered: nothing more to keep in memory
     result.log = ""
     result.save_s = round(time.monotonic() - started, 3)
+
+
+def reconnecting(gb, write, tries: int = 6):
+    """``write()`` to the gradebook; where the database went away (restarted, a connection cut)
+    the transaction is rolled back and written again on a fresh connection, for about a minute."""
+    from sqlalchemy.exc import OperationalError
+
+    for attempt in range(tries):
+        try:
+            return write()
+        except OperationalError:  # the connection, not the data: a constraint is no such error
+            gb.db.rollback()
+            if attempt == tries - 1:
+                raise
+            time.sleep(2**attempt)

@@ -33,13 +33,15 @@ class PostgresServer:
     """``start()`` a fresh server with an empty ``gradebook`` database; ``url``; ``restart()``;
     ``stop()`` (removes its data)."""
 
-    def __init__(self, base: Path | None = None):
+    def __init__(self):
         found = binaries()
         if found is None:
             raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
         self.initdb, self.pg_ctl = found
         self.user = "nobody" if os.geteuid() == 0 else None
-        self.base = Path(base or tempfile.mkdtemp(prefix="attncourse-pg-"))
+        # Its own folder in the system's temporary directory: the unprivileged server must
+        # reach it, which a caller's private temporary folder would not let it.
+        self.base = Path(tempfile.mkdtemp(prefix="attncourse-pg-"))
         self.data = self.base / "data"
         self.port = _free_port()
         self.url = f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/gradebook"
@@ -48,7 +50,6 @@ class PostgresServer:
         subprocess.run(cmd, user=self.user, check=True, capture_output=True, cwd=self.base)
 
     def start(self) -> "PostgresServer":
-        self.base.mkdir(parents=True, exist_ok=True)
         os.chmod(self.base, 0o755)
         self.data.mkdir()
         if self.user:

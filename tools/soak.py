@@ -134,7 +134,7 @@ def run(n: int, base: Path, seed: int = 35) -> dict:
     drawn = class_of(n, sorted(notebooks), rng)
     late = set(rng.sample(sorted(drawn), max(1, n * 8 // 100)))
     before = leftovers(base)
-    pg = PostgresServer(base / "pg").start()
+    pg = PostgresServer().start()
     cluster = FaultyCluster(base / "dask", ["w1", "w2"])
     figures = {"students": n, "pool": len(notebooks), "serial_s": round(serial_s, 1)}
     try:
