@@ -14,7 +14,7 @@ ROUNDS ?= 1
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: venv demo test test-fast accept-secrets lint format release grade feedback export report scan similarity bench \
+.PHONY: price fuzz soak venv demo test test-fast accept-secrets lint format release grade feedback export report scan similarity bench \
 	collect return-feedback collect-lms release-zip formgrader workload classroom clean
 PORT ?= 8888
 # make classroom: the hub's address is 127.0.0.1:HUB_PORT; its accounts, homes and exchange live in CLASSROOM
@@ -81,6 +81,16 @@ similarity: venv  ## reports/similarity_ASSIGNMENT.html and .csv: pairs of stude
 
 bench: venv  ## complete notebooks of ASSIGNMENT: stock nbgrader, nbgrader with the course config, attncourse grade 1 and all workers, the plain-python floor; the three target ratios
 	$(BIN)/attncourse bench $(AT) --assignment $(ASSIGNMENT) --copies $(COPIES) --rounds $(ROUNDS)
+
+price: venv  ## what each hostile notebook (10,000 cells, many outputs, a parse bomb, 50 MB) costs beside an honest one of ASSIGNMENT: CPU, peak memory, ratios
+	$(BIN)/python tools/price.py --assignment $(ASSIGNMENT)
+
+fuzz: venv  ## thousands of generated hostile notebooks through the grading path (seeded: FUZZ_SEED), counts by outcome
+	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),3000) FUZZ_BATCH=$(or $(FUZZ_BATCH),120) $(BIN)/python -m pytest -p no:xdist -p no:randomly \
+		-W ignore --hypothesis-show-statistics tests/test_fuzz_notebooks.py
+
+soak: venv  ## as root: STUDENTS_SOAK (1000) students of attention_worksheet on PostgreSQL through injected faults; checks and throughput
+	$(BIN)/python tools/soak.py --students $(or $(STUDENTS_SOAK),1000)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
 	$(BIN)/attncourse collect $(AT) $(ASSIGNMENT)

@@ -82,6 +82,8 @@ c.Autograde.exporter_class = "attncourse.tolerantexporter.TolerantNotebookExport
 c.Autograde.sanitize_preprocessors = [
     # first: no symlink, FIFO or device reaches a kernel
     "attncourse.preprocessors.refusespecialfiles.RefuseSpecialFiles",
+    # the price of one submission: cells, a cell's source, what the rule prover parses (its traits)
+    "attncourse.preprocessors.submissionlimits.SubmissionLimits",
     "nbgrader.preprocessors.ClearOutput",
     # put back deleted/stripped/duplicated grade cells
     "attncourse.preprocessors.repairgradecells.RepairGradeCells",

@@ -157,6 +157,8 @@ def _status(result: StudentResult, record: RunRecord) -> tuple[str, str]:
         return "error", result.error
     if record.unreadable:
         return "unreadable", record.unreadable
+    if record.refused:
+        return "refused", record.refused
     if record.faults:
         return "faults", "; ".join(
             f"{f['fault']} in {f.get('where') or f['cell']}" for f in record.faults
@@ -478,7 +480,10 @@ def _save(
     else:
         shutil.rmtree(folder, ignore_errors=True)  # as autograde --force left it
     if task.autograde.gradebook:
-        save_autograde_results(gb, assignment, student, task.autograde.gradebook, late_penalty)
+        gradebook = task.autograde.gradebook
+        reconnecting(
+            gb, lambda: save_autograde_results(gb, assignment, student, gradebook, late_penalty)
+        )
     return round(time.monotonic() - started, 3)
 
 
@@ -498,3 +503,18 @@ def _result_of(student: str, task: TaskResult, save_s: float) -> StudentResult:
         task_s=task.task_s,
         save_s=save_s,
     )
+
+
+def reconnecting(gb: Any, write: Any, tries: int = 6) -> Any:
+    """``write()`` to the gradebook; where the database went away (restarted, a connection cut)
+    the transaction is rolled back and written again on a fresh connection, for about a minute."""
+    from sqlalchemy.exc import OperationalError
+
+    for attempt in range(tries):
+        try:
+            return write()
+        except OperationalError:  # the connection, not the data: a constraint is no such error
+            gb.db.rollback()
+            if attempt == tries - 1:
+                raise
+            time.sleep(2**attempt)

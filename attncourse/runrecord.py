@@ -22,6 +22,7 @@ class RunRecord:
     repairs: list[str] = field(default_factory=list)  # grade cells put back, and how
     refused_files: list[str] = field(default_factory=list)  # links and special files removed
     unreadable: str | None = None  # why the submitted file could not be read as a notebook
+    refused: str | None = None  # why the whole file was refused unread (a limit it passed)
     # {"cell": grade_id ("" for a cell the student added), "where": the cell in words, "fault"}
     faults: list[dict] = field(default_factory=list)
     timing: dict[str, float] = field(

@@ -22,7 +22,7 @@ class Status(enum.StrEnum):
     UNTOUCHED = "untouched"  # every answer cell is the release's stub: nothing was attempted
     UNREADABLE = "unreadable"  # the file is not a notebook (not JSON, not UTF-8, ...)
     MISSING = "missing"  # nothing handed in (on the roster, no submission)
-    REFUSED = "refused"  # the grader refused what was handed in (links, special files only)
+    REFUSED = "refused"  # the grader refused what was handed in (links, special files, limits)
 
 
 NEXT_STEP = {
@@ -31,7 +31,8 @@ NEXT_STEP = {
     Status.UNREADABLE: "re-upload a notebook saved from Jupyter (File > Save Notebook, then "
     "hand in the .ipynb file itself)",
     Status.MISSING: "nothing was handed in",
-    Status.REFUSED: "hand in the notebook as a plain file (not a link or a special file)",
+    Status.REFUSED: "hand in the notebook as a plain file (not a link or a special file) within "
+    "the course's limits (the reason names the one it passed)",
 }
 
 
@@ -66,6 +67,8 @@ def status_of(nb: NotebookNode, release: NotebookNode | None = None) -> Submissi
     record = RunRecord.of(nb)
     if record.unreadable:
         return SubmissionStatus(Status.UNREADABLE, record.unreadable)
+    if record.refused:
+        return SubmissionStatus(Status.REFUSED, record.refused)
     if release is not None and not attempted(nb, release):
         return SubmissionStatus(Status.UNTOUCHED, "every answer cell is as released")
     return SubmissionStatus(Status.GRADED)

@@ -1,10 +1,11 @@
-"""Autograde reads a notebook that is not valid JSON as an empty one that says why.
+"""Autograde reads a notebook that is not valid JSON, or too large, as an empty one that says why.
 
 :class:`TolerantNotebookExporter` (``c.Autograde.exporter_class``) keeps one damaged file
 from aborting that student's grading: the notebook's record says why it was unreadable
 (where the JSON breaks, by line and column, as the json module finds it), and
 :class:`~attncourse.preprocessors.resilientexecute.ResilientExecute` fails its tests
-with that reason.
+with that reason. A file larger than ``SubmissionLimits.max_notebook_bytes`` is refused
+the same way, before its JSON is parsed (no more than the limit is ever read).
 """
 
 import json
@@ -13,7 +14,9 @@ from typing import IO
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
+from nbformat.validator import iter_validate
 
+from attncourse.preprocessors.submissionlimits import SubmissionLimits
 from attncourse.runrecord import RunRecord
 from attncourse.status import Status, SubmissionStatus
 
@@ -32,6 +35,8 @@ def why_unreadable(data: bytes | str, error: Exception) -> str:
         if not data.strip():
             return "the file is empty"
         return f"the file is not valid JSON at line {e.lineno}, column {e.colno} ({e.msg})"
+    except RecursionError:
+        return "the file's JSON nests deeper than a notebook's may (Python's parser gave up)"
     return f"the file is JSON but not a notebook ({type(error).__name__}: {error})"[:500]
 
 
@@ -43,17 +48,62 @@ def unreadable_cell(reason: str) -> nbformat.NotebookNode:
     )
 
 
+def unreadable_cells(nb: nbformat.NotebookNode) -> list[str]:
+    """Replace each cell of ``nb`` that breaks nbformat's schema (which nbconvert would refuse
+    the whole notebook for) by a note saying why; the reasons. The course's own cells among
+    them are put back from the release (RepairGradeCells)."""
+    bad: dict[int, str] = {}
+    for error in iter_validate(nb):
+        path = list(error.path)
+        if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
+            where = "/".join(map(str, path[2:])) or "the cell itself"
+            bad.setdefault(
+                path[1], f"did not follow the notebook format ({error.validator} at {where})"
+            )
+    for index, why in bad.items():
+        nb.cells[index] = nbformat.v4.new_markdown_cell(
+            f"**This cell could not be read:** it {why}."
+        )
+    return list(bad.values())
+
+
+def refused_cell(reason: str) -> nbformat.NotebookNode:
+    """The one cell of a submission refused whole: the reason and the next step."""
+    step = SubmissionStatus(Status.REFUSED, reason).next_step
+    return nbformat.v4.new_markdown_cell(
+        f"**This submission was not graded:** {reason}.\n\n**What to do:** {step}."
+    )
+
+
 class TolerantNotebookExporter(NotebookExporter):
     """A notebook exporter that turns an unreadable file into an empty notebook saying why."""
 
     def from_file(
         self, file_stream: IO, resources: ResourcesDict | None = None, **kw
     ) -> tuple[str, ResourcesDict]:
-        data = file_stream.read()
+        limit = SubmissionLimits(config=self.config).max_notebook_bytes
+        # The bytes where the stream has them: a file that is not UTF-8 is the student's
+        # problem, said as such, not an error of the text stream that nbconvert opened.
+        data = getattr(file_stream, "buffer", file_stream).read(limit + 1)
+        if len(data) > limit:
+            reason = (
+                f"the notebook file is larger than the course's limit of {limit:,} bytes "
+                "(SubmissionLimits.max_notebook_bytes); it was not read"
+            )
+            nb = nbformat.v4.new_notebook(cells=[refused_cell(reason)])
+            RunRecord(refused=reason).store(nb)
+            return self.from_notebook_node(nb, resources=resources, **kw)
         try:
-            nb = nbformat.reads(data, as_version=4)
+            nb = nbformat.reads(data.decode() if isinstance(data, bytes) else data, as_version=4)
+            broken = unreadable_cells(nb)
+            nbformat.validate(nb)
         except Exception as e:  # not JSON, not a notebook, not UTF-8: the student's problem
             reason = why_unreadable(data, e)
             nb = nbformat.v4.new_notebook(cells=[unreadable_cell(reason)])
             RunRecord(unreadable=reason).store(nb)
+        else:
+            if broken:
+                record = RunRecord.of(nb)
+                record.repairs += [f"a cell that {why} was replaced by a note" for why in broken]
+                record.store(nb)
         return self.from_notebook_node(nb, resources=resources, **kw)

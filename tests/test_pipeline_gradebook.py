@@ -228,3 +228,31 @@ def test_the_run_record_round_trips_through_the_notebook():
         timing={"execute_s": 1.5},
         integrity=[{"kind": "x"}],
     )
+
+
+def test_a_gradebook_write_cut_by_a_database_restart_is_written_again(monkeypatch):
+    from types import SimpleNamespace
+
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from attncourse import pipeline
+
+    monkeypatch.setattr(pipeline.time, "sleep", lambda s: None)
+    rollbacks = []
+    gb = SimpleNamespace(db=SimpleNamespace(rollback=lambda: rollbacks.append(1)))
+    calls = []
+
+    def write():
+        calls.append(1)
+        if len(calls) < 3:  # the server restarting: its connections cut, then refused
+            raise OperationalError("INSERT", {}, Exception("server closed the connection"))
+        return "written"
+
+    assert pipeline.reconnecting(gb, write) == "written"
+    assert len(calls) == 3 and len(rollbacks) == 2
+
+    def clash():  # the data's own error is no reason to write again
+        raise IntegrityError("INSERT", {}, Exception("duplicate key"))
+
+    with pytest.raises(IntegrityError):
+        pipeline.reconnecting(gb, clash)

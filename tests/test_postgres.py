@@ -9,14 +9,9 @@ Where PostgreSQL is not installed the test installs Debian's ``postgresql``
 neither works.
 """
 
-import glob
 import os
-import pwd
 import shutil
-import socket
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 from toy_course import ASSIGNMENT, class_submissions, make_course, submit
@@ -24,18 +19,14 @@ from toy_course import ASSIGNMENT, class_submissions, make_course, submit
 from attncourse.course import nbgrader
 from attncourse.gradebook import cell_scores
 from attncourse.pipeline import grade
+from tools.pgserver import PostgresServer, binaries
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
 
 
-def _bin(name):
-    found = shutil.which(name) or sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return found if isinstance(found, str) else (found[-1] if found else None)
-
-
 def postgres_binaries():
     """(initdb, pg_ctl), installing Debian's postgresql when missing and possible; else skip."""
-    if not (_bin("initdb") and _bin("pg_ctl")):
+    if binaries() is None:
         if os.geteuid() != 0 or not shutil.which("apt-get"):
             pytest.skip("PostgreSQL is not installed and cannot be (needs root and apt-get)")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
@@ -43,48 +34,20 @@ def postgres_binaries():
         done = subprocess.run(
             ["apt-get", "install", "-y", "-q", "postgresql"], env=env, capture_output=True
         )
-        if done.returncode != 0 or not _bin("initdb"):
+        if done.returncode != 0 or binaries() is None:
             pytest.skip(f"apt-get install postgresql failed: {done.stderr.decode()[-300:]}")
-    return _bin("initdb"), _bin("pg_ctl")
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return binaries()
 
 
 @pytest.fixture(scope="module")
 def postgres_url():
     """postgresql+psycopg2:// URL (SQLAlchemy 2.1 defaults to psycopg 3) of a fresh server with an empty ``gradebook`` database."""
-    initdb, pg_ctl = postgres_binaries()
-    user = "nobody" if os.geteuid() == 0 else None
-    base = Path(tempfile.mkdtemp(prefix="attncourse-pg-"))
-    os.chmod(base, 0o755)
-    data = base / "data"
-    data.mkdir()
-    if user:
-        entry = pwd.getpwnam(user)
-        os.chown(data, entry.pw_uid, entry.pw_gid)
-    port = _free_port()
-
-    def run(*cmd):
-        return subprocess.run(cmd, user=user, check=True, capture_output=True, cwd=base)
-
-    run(initdb, "-D", str(data), "-U", "postgres", "--auth=trust")
-    options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1"
-    run(pg_ctl, "-D", str(data), "-o", options, "-l", str(data / "server.log"), "-w", "start")
+    postgres_binaries()
+    server = PostgresServer().start()
     try:
-        import psycopg2
-
-        admin = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres")
-        admin.autocommit = True
-        admin.cursor().execute("CREATE DATABASE gradebook")
-        admin.close()
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/gradebook"
+        yield server.url
     finally:
-        subprocess.run([pg_ctl, "-D", str(data), "-m", "immediate", "stop"], user=user)
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
 
 
 def test_parallel_grading_against_postgres_matches_sqlite(tmp_path, postgres_url, dask_cluster):

@@ -42,12 +42,12 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
     ) -> tuple[NotebookNode, ResourcesDict]:
         # The run's record is the grader's alone: what the submitted file carries under the
         # course's key (forged protections, refusals, repairs) is dropped on entry. Only a note
-        # that the file was unreadable stays: the exporter wrote it on its placeholder, and a
-        # student who forges one only fails their own tests.
-        unreadable = RunRecord.of(nb).unreadable
+        # that the file was unreadable or refused stays: the exporter wrote it on its placeholder,
+        # and a student who forges one only fails their own tests.
+        said = RunRecord.of(nb)
         nb.metadata.pop(METADATA_KEY, None)
-        if unreadable:
-            RunRecord(unreadable=unreadable).store(nb)
+        if said.unreadable or said.refused:
+            RunRecord(unreadable=said.unreadable, refused=said.refused).store(nb)
         folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
         if not folder:
             return nb, resources

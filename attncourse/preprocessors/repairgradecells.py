@@ -22,6 +22,36 @@ from attncourse.pointers import cell_places
 from attncourse.runrecord import RunRecord
 
 
+def _well_formed(meta) -> bool:
+    """nbgrader metadata that nbgrader's own steps can read: a dict whose flags are booleans,
+    whose points a finite number, with a grade id (a non-empty string) where a flag is set."""
+    if not isinstance(meta, dict):
+        return False
+    flags = [meta.get(k) for k in ("grade", "solution", "locked", "task")]
+    if any(f is not None and not isinstance(f, bool) for f in flags):
+        return False
+    points = meta.get("points")
+    if points is not None and (
+        isinstance(points, bool) or not isinstance(points, (int, float)) or not 0 <= points < 1e9
+    ):
+        return False
+    gid = meta.get("grade_id")
+    if gid is None:
+        return not any(flags)
+    return isinstance(gid, str) and bool(gid)
+
+
+def drop_malformed_metadata(nb: NotebookNode) -> int:
+    """Drop the nbgrader metadata of every cell where it is malformed (a forged or damaged
+    cell becomes a plain one; a course cell among them is put back below); how many."""
+    dropped = 0
+    for cell in nb.cells:
+        if "nbgrader" in cell.metadata and not _well_formed(cell.metadata["nbgrader"]):
+            del cell.metadata["nbgrader"]
+            dropped += 1
+    return dropped
+
+
 class RepairGradeCells(NbGraderPreprocessor):
     """Restore deleted and metadata-stripped grade/locked cells from the gradebook.
 
@@ -35,6 +65,13 @@ class RepairGradeCells(NbGraderPreprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
     ) -> tuple[NotebookNode, ResourcesDict]:
+        malformed = drop_malformed_metadata(nb)
+        if malformed:
+            record = RunRecord.of(nb)
+            record.repairs.append(
+                f"dropped nbgrader metadata that nbgrader cannot read from {malformed} cell(s)"
+            )
+            record.store(nb)
         reference, names = self._reference(resources)
         if not reference:
             return nb, resources

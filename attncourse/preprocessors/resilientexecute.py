@@ -9,6 +9,8 @@ the kernel 0, and at each test cell writes the judge's verdict: test cells never
 the kernel.
 """
 
+import asyncio
+import inspect
 import time
 from collections import defaultdict
 
@@ -26,6 +28,7 @@ from attncourse.constants import METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.preprocessors.judgesession import JudgeSession
 from attncourse.preprocessors.kernellife import KernelLife
+from attncourse.preprocessors.submissionlimits import refusal
 from attncourse.runrecord import RunRecord
 from attncourse.sandbox.filesystem import JUDGE_SOCKET
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
@@ -44,6 +47,12 @@ class ResilientExecute(KernelLife):
     max_output_bytes = Integer(
         constants.MAX_OUTPUT_BYTES, help="Output a cell may produce before the rest is dropped."
     ).tag(config=True)
+    max_outputs = Integer(
+        1000,
+        help="Outputs (messages: prints, displays) one cell may send; past it the cell is "
+        "interrupted and the rest dropped, saying so. Each costs the grader a message; the "
+        "course's cells send at most a few dozen.",
+    ).tag(config=True)
     checks_modules = Dict(
         value_trait=Unicode(),
         help="assignment -> module holding its CHECKS, for assignments whose hidden tests are "
@@ -57,12 +66,14 @@ class ResilientExecute(KernelLife):
         self, nb: NotebookNode, resources: ResourcesDict, km: KernelManager | None = None
     ) -> tuple[NotebookNode, ResourcesDict]:
         record = resources.setdefault(METADATA_KEY, RunRecord.of(nb))
-        if record.unreadable:
+        if record.unreadable or record.refused:
+            ename = "SubmissionUnreadable" if record.unreadable else "SubmissionRefused"
             for cell in nb.cells:
                 if cell.cell_type == "code" and utils.is_grade(cell):
-                    cell.outputs = [_error("SubmissionUnreadable", record.unreadable)]
+                    cell.outputs = [_error(ename, record.unreadable or record.refused)]
             return nb, resources
         self._output_bytes = defaultdict(int)
+        self._outputs = defaultdict(int)
         self._truncated = set()
         with self.workspace(nb, resources, record) as workspace:
             assignment = resources.get("nbgrader", {}).get("assignment")
@@ -95,6 +106,9 @@ class ResilientExecute(KernelLife):
             cell.outputs = verdict.outputs(self.judge.message(cell, index))
             cell.execution_count = None
             return cell, self.resources
+        if refusal(cell):
+            cell.outputs = [_error("SubmissionLimit", refusal(cell))]
+            return cell, resources
         if not cell.source.strip():
             return cell, resources
         if self.gave_up():
@@ -133,6 +147,9 @@ class ResilientExecute(KernelLife):
     def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> None:
         if self.probing is not None:
             return None  # what the kernel prints while the judge calls it is not kept
+        self._outputs[cell_index] += 1
+        if self._outputs[cell_index] > self.max_outputs:
+            return self._too_many_outputs(outs, cell_index)
         content = msg.get("content", {})
         size = len(content.get("text", "")) + sum(
             len(str(v)) for v in content.get("data", {}).values()
@@ -149,4 +166,19 @@ class ResilientExecute(KernelLife):
             self._fault(self.nb.cells[cell_index], cell_index, "output truncated")
             note = f"[output truncated: this cell printed more than {self.max_output_bytes} bytes]"
             outs.append(nbformat.v4.new_output("display_data", data={"text/plain": note}))
+        return None
+
+    def _too_many_outputs(self, outs, cell_index):
+        """Past ``max_outputs``: drop the output and, the first time, interrupt the cell (each
+        output costs the grader a message), saying so in the cell."""
+        if self._outputs[cell_index] == self.max_outputs + 1:
+            self._fault(self.nb.cells[cell_index], cell_index, "refused: too many outputs")
+            note = (
+                f"[this cell was interrupted: it sent more than {self.max_outputs} outputs "
+                "(ResilientExecute.max_outputs)]"
+            )
+            outs.append(nbformat.v4.new_output("display_data", data={"text/plain": note}))
+            interrupted = self.km.interrupt_kernel()
+            if inspect.isawaitable(interrupted):
+                asyncio.ensure_future(interrupted)
         return None

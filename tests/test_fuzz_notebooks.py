@@ -1,0 +1,136 @@
+"""Hostile notebooks generated, not only written (tests/hostilefiles.py), on the real grading path.
+
+Properties, for every generated submission: the grader never crashes and never runs past its
+budget; the student ends with a gradebook row or a named refusal (unreadable or refused, with
+its reason); an honest student graded in the same run keeps exactly its score.
+
+- ``test_sanitize_*`` (fast, seeded, FUZZ_EXAMPLES = 200): the file through nbgrader's own
+  ``Autograde`` converter's first stage with the course's configuration (the tolerant exporter,
+  the limits, the repairs, nbgrader's sanitizing steps), in-process: what a submission meets
+  before any kernel starts, where most generated files are refused or read.
+- ``test_autograde_batch_*`` (slow, seeded, FUZZ_BATCH = 12 students): one ``nbgrader
+  autograde`` run grades the generated students and the full solution together.
+
+``make fuzz`` runs both with thousands (FUZZ_EXAMPLES=3000 FUZZ_BATCH=120).
+"""
+
+import os
+import time
+
+import nbformat
+import pytest
+from hostilefiles import submission_files
+from hypothesis import HealthCheck, Phase, event, given, seed, settings
+from hypothesis import strategies as st
+from nbgrader.converters import Autograde
+from nbgrader.coursedir import CourseDirectory
+
+from attncourse.autograde import prepare
+from attncourse.cells import grade_id
+from attncourse.constants import AUTOGRADED, RELEASE, SUBMITTED
+from attncourse.course import ROOT, course_config, nbgrader, notebook_path
+from attncourse.gradebook import cell_scores
+from attncourse.runrecord import RunRecord
+from attncourse.submissions import solution_submission, write_submission
+
+ASSIGNMENT = "attention_worksheet"  # the fewest judge requests per notebook: cheapest to grade
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "200"))
+BATCH = int(os.environ.get("FUZZ_BATCH", "12"))
+SEED = int(os.environ.get("FUZZ_SEED", "35"))
+BUDGET_S = 30  # one file through the sanitize stage, on a loaded machine
+
+RELEASE_NB = nbformat.read(notebook_path(ROOT, RELEASE, ASSIGNMENT), as_version=4)
+GRADE_IDS = [g for g in map(grade_id, RELEASE_NB.cells) if g]
+FILES = st.one_of(
+    submission_files(RELEASE_NB, GRADE_IDS),
+    submission_files(solution_submission(ROOT, ASSIGNMENT), GRADE_IDS),
+)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    return prepare(tmp_path_factory.mktemp("fuzz") / "course", [ASSIGNMENT])
+
+
+def sanitize(course, data: bytes) -> str:
+    """``data`` as student "fuzz"'s notebook through autograde's sanitize stage: the text it
+    writes into ``autograded/``."""
+    path = notebook_path(course, SUBMITTED, ASSIGNMENT, "fuzz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    config = course_config(course)
+    converter = Autograde(coursedir=CourseDirectory(config=config, root=str(course)), config=config)
+    converter.exporter = converter.exporter_class(parent=converter, config=converter.config)
+    converter._sanitizing = True
+    converter._init_preprocessors()
+    resources = converter.init_single_notebook_resources(str(path))
+    output, _ = converter.exporter.from_filename(str(path), resources=resources)
+    return output
+
+
+def outcome(nb) -> str:
+    """ "refused", "unreadable" (each with a reason) or "read"; fails on a refusal without one."""
+    record = RunRecord.of(nb)
+    for said in ("refused", "unreadable"):
+        reason = getattr(record, said)
+        if reason is not None:
+            assert isinstance(reason, str) and len(reason) > 5, reason
+            return said
+    return "read"
+
+
+@seed(SEED)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],  # each failure is reported as drawn: shrinking files takes minutes
+    suppress_health_check=list(HealthCheck),
+)
+@given(data=FILES)
+def test_sanitize_reads_or_refuses_every_file_by_name_within_budget(course, data):
+    started = time.process_time()
+    output = sanitize(course, data.data)
+    assert time.process_time() - started < BUDGET_S
+    output.encode("utf-8")  # nbgrader writes it as UTF-8 (a lone surrogate must not reach it)
+    nb = nbformat.reads(output, as_version=4)
+    said = outcome(nb)
+    event(said)
+    if said == "read":  # every grade cell of the release, once: autograde can score it
+        present = [g for g in map(grade_id, nb.cells) if g]
+        assert sorted(present) == sorted(GRADE_IDS)
+        event(f"faults: {bool(RunRecord.of(nb).faults)}")
+
+
+@pytest.mark.slow
+@pytest.mark.kernel
+@seed(SEED)
+@settings(max_examples=1, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(files=st.lists(FILES, min_size=BATCH, max_size=BATCH))
+def test_autograde_batch_gives_every_student_a_row_or_a_named_refusal(tmp_path_factory, files):
+    course = prepare(tmp_path_factory.mktemp("fuzzbatch") / "course", [ASSIGNMENT])
+    honest = solution_submission(ROOT, ASSIGNMENT)
+    write_submission(course, "honest", ASSIGNMENT, honest)
+    students = [f"fuzz{k:04d}" for k in range(len(files))]
+    for student, data in zip(students, files, strict=True):
+        path = notebook_path(course, SUBMITTED, ASSIGNMENT, student)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.data)
+    budget = 120 + 60 * len(files)  # no student may hang the run
+    started = time.monotonic()
+    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, check=False, quiet=True)
+    assert time.monotonic() - started < budget
+    scores = cell_scores(course, ASSIGNMENT)
+    # The full solution scores every autograded cell in full, as it does graded alone.
+    auto = [(score, top) for score, top, manual in scores["honest"].values() if not manual]
+    assert auto and all(score == top for score, top in auto)
+    ended = {}
+    for student in students:
+        graded = notebook_path(course, AUTOGRADED, ASSIGNMENT, student)
+        if student in scores:
+            ended[student] = "row"
+        elif graded.exists():
+            ended[student] = outcome(nbformat.read(graded, as_version=4))
+        else:
+            ended[student] = "nothing"
+    assert [s for s, how in ended.items() if how in ("nothing", "read")] == []

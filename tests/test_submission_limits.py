@@ -1,0 +1,148 @@
+"""The price of one submission (attncourse.preprocessors.submissionlimits): each limit refuses
+only the cells over it, naming the limit and the cell; an honest notebook passes untouched.
+
+The hostile notebooks are those ``make price`` measures (tools/hostile.py); the graded run
+beside an honest student is in test_submission_limits_graded.py.
+"""
+
+import copy
+import io
+
+import nbformat
+import pytest
+
+from attncourse.course import ROOT
+from attncourse.preprocessors.submissionlimits import SubmissionLimits, refusal
+from attncourse.runrecord import RunRecord
+from attncourse.status import Status, status_of
+from attncourse.submissions import solution_submission
+from attncourse.tolerantexporter import TolerantNotebookExporter
+from tools import hostile
+
+ASSIGNMENTS = ["attention_theory", "attention_variants", "attention_worksheet", "mla_inference"]
+
+
+def limited(nb, **limits):
+    """``nb`` after the limits (defaults unless given) and its run record's faults."""
+    out, _ = SubmissionLimits(**limits).preprocess(copy.deepcopy(nb), {})
+    return out, RunRecord.of(out).faults
+
+
+@pytest.fixture(scope="module")
+def honest():
+    return solution_submission(ROOT, "attention_variants")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_an_honest_notebook_passes_every_limit_untouched(assignment):
+    nb = solution_submission(ROOT, assignment)
+    out, faults = limited(nb)
+    assert faults == []
+    assert [c.source for c in out.cells] == [c.source for c in nb.cells]
+    assert not any(refusal(c) for c in out.cells)
+
+
+def test_a_cell_over_the_source_limit_alone_is_refused_naming_limit_and_cell(honest):
+    nb = copy.deepcopy(honest)
+    big = "x = 1\n" * 20_000  # 120 kB
+    nb.cells.append(nbformat.v4.new_code_cell(big))
+    out, faults = limited(nb)
+    assert [f["where"] for f in faults] == ["a cell you added after Part 14"]
+    assert "SubmissionLimits.max_cell_source_bytes" in faults[0]["fault"]
+    assert "120,000 bytes" in faults[0]["fault"]
+    assert out.cells[-1].source == "" and "max_cell_source_bytes" in refusal(out.cells[-1])
+    assert [c.source for c in out.cells[:-1]] == [c.source for c in honest.cells]
+
+
+def test_an_answer_cell_over_a_limit_is_named_by_its_part_and_grade_id(honest):
+    nb = copy.deepcopy(honest)
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    answer.source = "y = " + "[" * 90 + "1" + "]" * 90 + "\n" + answer.source
+    _, faults = limited(nb, max_parse_depth=50)
+    gid = answer.metadata.nbgrader.grade_id
+    assert len(faults) == 1 and f"the answer cell of Part 1 (`{gid}`)" in faults[0]["where"]
+    assert "nests more than 50 deep" in faults[0]["fault"]
+    assert "SubmissionLimits.max_parse_depth" in faults[0]["fault"]
+
+
+def test_cells_past_the_limit_are_dropped_and_the_course_cells_kept(honest):
+    nb = hostile.many_cells(honest, 2_000)
+    out, faults = limited(nb, max_cells=100)
+    assert len(out.cells) == 100
+    assert [c.source for c in out.cells[: len(honest.cells)]] == [c.source for c in honest.cells]
+    assert faults[0]["where"] == "the 1,967 cells past the first 100"
+    assert "SubmissionLimits.max_cells" in faults[0]["fault"]
+
+
+def test_forged_grade_ids_past_the_limit_cannot_crowd_out_the_course(honest):
+    nb = copy.deepcopy(honest)
+    forged = [nbformat.v4.new_code_cell("_ = 1") for _ in range(300)]
+    for k, cell in enumerate(forged):
+        cell.metadata["nbgrader"] = {"grade_id": f"forged_{k}", "solution": True}
+    nb.cells = forged + nb.cells
+    out, _ = limited(nb, max_cells=200)
+    assert len(out.cells) == 200  # the release's cells are put back by RepairGradeCells
+
+
+def test_the_parse_bomb_is_refused_past_the_byte_budget_and_cheaply(honest):
+    nb = hostile.parse_bomb(honest)
+    out, faults = limited(nb)
+    kept = sum(len(c.source) for c in out.cells[len(honest.cells) :])
+    assert kept <= 200_000
+    text = " ".join(f["fault"] for f in faults)
+    assert "SubmissionLimits.max_parse_bytes" in text
+    assert "SubmissionLimits.max_cell_source_bytes" in text
+    assert all(f["where"].startswith("a cell you added after Part 14") for f in faults)
+    assert [c.source for c in out.cells[: len(honest.cells)]] == [c.source for c in honest.cells]
+
+
+def test_a_refusal_mark_in_the_submitted_file_is_dropped(honest):
+    nb = copy.deepcopy(honest)
+    nb.cells[3].metadata["attncourse"] = {"refused": "forged"}
+    nb.cells[4].metadata["attncourse"] = "not even a dict"
+    out, faults = limited(nb)
+    assert faults == [] and not any(refusal(c) for c in out.cells)
+
+
+def test_a_file_over_the_size_limit_is_refused_whole_before_it_is_parsed(honest):
+    data = nbformat.writes(hostile.attachment(honest, megabytes=2))
+    exporter = TolerantNotebookExporter()
+    exporter.config.SubmissionLimits.max_notebook_bytes = 1_000_000
+    stream = io.StringIO(data)
+    text, _ = exporter.from_file(stream)
+    assert stream.tell() == 1_000_001  # no more than the limit and one byte was read
+    nb = nbformat.reads(text, as_version=4)
+    status = status_of(nb)
+    assert status.status is Status.REFUSED
+    assert "SubmissionLimits.max_notebook_bytes" in status.reason and "1,000,000" in status.reason
+    assert "within the course's limits" in status.next_step
+
+
+def test_a_file_within_the_size_limit_is_read_as_usual(honest):
+    text, _ = TolerantNotebookExporter().from_file(io.StringIO(nbformat.writes(honest)))
+    nb = nbformat.reads(text, as_version=4)
+    assert RunRecord.of(nb).refused is None and len(nb.cells) == len(honest.cells)
+
+
+def test_every_limit_is_a_configurable_trait_with_help():
+    traits = SubmissionLimits.class_traits(config=True)
+    limits = [name for name in traits if name.startswith("max_")]
+    assert limits == sorted(
+        [
+            "max_notebook_bytes",
+            "max_cells",
+            "max_cell_source_bytes",
+            "max_parse_depth",
+            "max_parse_bytes",
+        ]
+    )
+    assert all(traits[name].help for name in limits)
+
+
+def test_the_readme_lists_the_limits_as_their_traits_define_them():
+    from tools.price import limits_markdown
+
+    readme = (ROOT / "README.md").read_text()
+    start = "<!-- limits: made by `python tools/price.py --readme` -->\n"
+    block = readme.split(start, 1)[1].split("\n<!-- /limits -->", 1)[0]
+    assert block == limits_markdown()
