@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 from nbgrader.converters import Autograde
 from nbgrader.coursedir import CourseDirectory
 
-from attncourse.autograde import prepare
 from attncourse.cells import grade_id
 from attncourse.constants import AUTOGRADED, RELEASE, SUBMITTED
 from attncourse.course import ROOT, course_config, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.runrecord import RunRecord
-from attncourse.submissions import solution_submission, write_submission
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission, write_submission
 
 ASSIGNMENT = "attention_worksheet"  # the fewest judge requests per notebook: cheapest to grade
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "200"))

@@ -15,8 +15,8 @@ from attncourse.course import ROOT
 from attncourse.preprocessors.submissionlimits import SubmissionLimits, refusal
 from attncourse.runrecord import RunRecord
 from attncourse.status import Status, status_of
-from attncourse.submissions import solution_submission
 from attncourse.tolerantexporter import TolerantNotebookExporter
+from devtools.submissions import solution_submission
 from tools import hostile
 
 ASSIGNMENTS = ["attention_theory", "attention_variants", "attention_worksheet", "mla_inference"]

@@ -23,12 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import nbformat  # noqa: E402
 
-from attncourse.autograde import prepare  # noqa: E402
 from attncourse.constants import AUTOGRADED  # noqa: E402
 from attncourse.course import ROOT, notebook_path, venv_path  # noqa: E402
 from attncourse.gradebook import total_scores  # noqa: E402
 from attncourse.runrecord import RunRecord  # noqa: E402
-from attncourse.submissions import solution_submission, write_submission  # noqa: E402
+from devtools.autograde import prepare  # noqa: E402
+from devtools.submissions import solution_submission, write_submission  # noqa: E402
 from tools.hostile import HOSTILE  # noqa: E402
 
 CPU_GOAL, MEMORY_GOAL = 3.0, 1.5

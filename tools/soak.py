@@ -35,10 +35,10 @@ sys.path[:0] = [
     str(Path(__file__).resolve().parent.parent / "tests"),
 ]
 
-from attncourse.autograde import prepare  # noqa: E402
 from attncourse.course import ROOT, nbgrader, notebook_path  # noqa: E402
 from attncourse.gradebook import cell_scores  # noqa: E402
-from attncourse.submissions import solution_submission, write_submission  # noqa: E402
+from devtools.autograde import prepare  # noqa: E402
+from devtools.submissions import solution_submission, write_submission  # noqa: E402
 from tools import hostile  # noqa: E402
 from tools.cluster import FaultyCluster, leftovers  # noqa: E402
 from tools.pgserver import PostgresServer  # noqa: E402
