@@ -90,6 +90,7 @@ def check_softmax(ns):
         ("scores of order one, dim = -1", randn(gen, a, b, n, scale=3.0), -1),
         ("scores of order one, dim = 1", randn(gen, a, n, b, scale=3.0), 1),
         ("scores in the thousands", randn(gen, a, b, n, scale=5.0) + offsets, -1),
+        ("scores spread over thousands", randn(gen, a, b, n, scale=600.0), -1),
         ("float32 scores in the thousands", (randn(gen, a, b, n, scale=5.0) + offsets).float(), 2),
     ]
     for label, s, dim in trials:
