@@ -467,6 +467,7 @@ P4_IO = [
         sub(IO, TILED, "return N * d + query_blocks * 2 * N * d + N * d"),
         ("p4_io_counts",),
     ),
+    ("output_write_left_out", sub(IO, STANDARD, "return 3 * N * d + 4 * N * N"), ("p4_io_counts",)),
     (
         "two_blocks_in_fast_memory",
         sub(IO, "return M // (4 * d)", "return M // (2 * d)"),
@@ -548,6 +549,25 @@ P5_SPLIT = [
         ),
         (),
     ),
+    (
+        "scores_by_broadcast_matmul",
+        sub(
+            SD,
+            's = torch.einsum("bhd,bhcnd->bhcn", q, K_c) / math.sqrt(d)',
+            "s = (K_c @ q[:, :, None, :, None]).squeeze(-1) / math.sqrt(d)",
+        ),
+        (),
+    ),
+    (
+        "remainder_keys_dropped",
+        sub(
+            SD,
+            "    size = -(-L // chunks)  # keys per chunk, the last chunk shorter\n",
+            "    size = L // chunks\n    K, V, L = K[:, :, : size * chunks], V[:, :, : size * chunks], size * chunks\n",
+        ),
+        ("p5_split_decode",),
+    ),
+    ("lse_without_the_max", sub(SD, "m + torch.log(l)", "torch.log(l)"), ("p5_split_decode",)),
     (
         "padding_not_masked",
         sub(SD, "    s = s.masked_fill(~real, -math.inf)  # padded slots are no keys\n", ""),

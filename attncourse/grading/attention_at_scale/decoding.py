@@ -68,8 +68,9 @@ def check_split_decode(ns):
     gen = generator("p5_split_decode")
     B, H, d = rng.sample(range(2, 7), 3)
     for L, chunks in ((rng.randint(30, 60), 0), (rng.randint(8, 20), 1), (7, 7)):
-        while chunks == 0 or (chunks - 1) * -(-L // chunks) >= L:  # every chunk holds a key
-            chunks = rng.randint(3, 9)
+        drawn = chunks == 0
+        while drawn and (chunks == 0 or (chunks - 1) * -(-L // chunks) >= L or L % chunks == 0):
+            chunks = rng.randint(3, 9)  # every chunk holds a key, the last one fewer
         q, K, V = randn(gen, B, H, d), randn(gen, B, H, L, d), randn(gen, B, H, L, d)
         K = K + torch.linspace(-3, 3, L, dtype=F64)[:, None] * q[:, :, None]  # maxima differ
         what = f"{PART}: split_decode, B, H, L, d = {B, H, L, d}, {chunks} chunks"
