@@ -11,8 +11,15 @@ import nbformat
 from attncourse.constants import SOURCE
 
 ROOT = Path(__file__).resolve().parent.parent
-# Course order, gentlest first: the worksheet, the theory, the 14-part variants study, MLA inference.
-ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")
+# Course order, gentlest first: the worksheet, the theory, the 14-part variants study, MLA
+# inference, attention at scale.
+ASSIGNMENTS = (
+    "attention_worksheet",
+    "attention_theory",
+    "attention_variants",
+    "mla_inference",
+    "attention_at_scale",
+)
 
 
 def assignments(root=ROOT):

@@ -23,7 +23,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
 FINGERPRINT = Path(__file__).resolve().parent / "data" / "seed_shingles.txt"
-ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")
+ASSIGNMENTS = (
+    "attention_worksheet",
+    "attention_theory",
+    "attention_variants",
+    "mla_inference",
+    "attention_at_scale",
+)
 RUN = 12  # words in a run that counts as copied
 HASH_CHARS = 12  # hex digits kept of each SHA-1 (48 bits: a chance collision is ~1e-7 here)
 

@@ -37,6 +37,21 @@ EXPECTED_ORDER = {
         "Part 6(b)",
         "Part 6(c)",
     ],
+    "attention_at_scale": [
+        "Part 1(a)",
+        "Part 1(b)",
+        "Part 1(c)",
+        "Part 2(a)",
+        "Part 2(b)",
+        "Part 2(c)",
+        "Part 3(a)",
+        "Part 3(b)",
+        "Part 4(a)",
+        "Part 4(b)",
+        "Part 4",
+        "Part 4(c)",
+        "Part 5",
+    ],
 }
 
 

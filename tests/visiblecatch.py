@@ -60,7 +60,13 @@ from attncourse.parts import cell_parts  # noqa: E402
 from devtools.submissions import solution_submission  # noqa: E402
 
 SEED = 0
-ASSIGNMENTS = ("attention_worksheet", "attention_theory", "attention_variants", "mla_inference")
+ASSIGNMENTS = (
+    "attention_worksheet",
+    "attention_theory",
+    "attention_variants",
+    "mla_inference",
+    "attention_at_scale",
+)
 RULE_CELL = re.compile(r"(_rules|_no_loops)(_test)?$")
 _FIXED = {"__dict__", "__weakref__"}
 

@@ -1,0 +1,45 @@
+"""Hidden checks of assignment 5, attention_at_scale: the stable and online softmax, the merge of
+partial results, attention in tiles, the IO argument and decoding with a split cache.
+
+The checks run in the judge, never in the student's kernel, each with torch on one thread
+(:func:`~attncourse.judge.checks.single_threaded`). Each draws its sizes, blocks and inputs from
+the run's secret (Parts 1(b) and 4(b): the graded id's own numbers), calls the student's
+functions in the kernel and compares what comes back with the float64 references of
+``references`` within the thresholds of ``tolerances``. The checks modules follow the course:
+``softmax`` (Parts 1-2), ``tiles`` (3), ``iocount`` (4), ``decoding`` (5).
+"""
+
+from attncourse.judge.checks import single_threaded
+
+from .decoding import check_split_decode, check_split_rules
+from .iocount import check_io_counts, check_io_mine
+from .softmax import (
+    check_merge,
+    check_online,
+    check_online_rules,
+    check_own_numbers,
+    check_softmax,
+    check_softmax_rules,
+)
+from .tiles import check_causal_blocks, check_tiles_causal, check_tiles_rules, check_tiles_values
+
+# grade_id of each test cell -> the check the judge runs for it
+CHECKS = {
+    grade_id: single_threaded(check)
+    for grade_id, check in {
+        "p1_softmax": check_softmax,
+        "p1_softmax_rules": check_softmax_rules,
+        "p1_own_numbers": check_own_numbers,
+        "p2_online": check_online,
+        "p2_online_rules": check_online_rules,
+        "p2_merge": check_merge,
+        "p3_tiles_values": check_tiles_values,
+        "p3_tiles_causal": check_tiles_causal,
+        "p3_tiles_rules": check_tiles_rules,
+        "p3_causal_blocks": check_causal_blocks,
+        "p4_io_counts": check_io_counts,
+        "p4_io_mine": check_io_mine,
+        "p5_split_decode": check_split_decode,
+        "p5_split_rules": check_split_rules,
+    }.items()
+}

@@ -1,0 +1,25 @@
+"""Thresholds of ``attention_at_scale``'s checks, each with the error bound it comes from and the
+margins measured by ``tests/margins_attention_at_scale.py`` (the worst correct answer, the
+closest named mistake).
+"""
+
+# Values of Parts 1(a), 2, 3 and 5 (relative error, float64). The text allows float32 arithmetic
+# everywhere. Bound: a row of n <= 64 scores through <= 8 float32 stages (scores, max, exp, sum,
+# rescaling, weighted sum, division, log), each rounding at u = 2^-24 = 6.0e-8 and summing at
+# most (n + 2) u, amplified by kappa <= 4 through the softmax of scores of order one:
+# 8 * 66 * 4 * 6.0e-8 = 1.3e-4. Scores in the thousands (the overflow trials) are passed in the
+# dtype they are drawn in, so only exp(s - m), |s - m| <= 40 in the terms that count, rounds:
+# 40 u = 2.4e-6. Measured (margins_attention_at_scale.py): see the README's margins table; worst
+# correct and closest mistake are printed by the script.
+VALUES_TOL = 1e-4
+# A result between VALUES_TOL and this band is named a precision mistake only when its dtype is
+# below float32 (half precision rounds at 4e-3 / 5e-4); every structural mistake measured is at
+# 1e-2 or more.
+PRECISION_BAND = 1e-3
+# Part 1(b)'s lse_mine, asked to 3 decimal places: rounding costs at most 5e-4 (absolute); the
+# closest named mistake, the max alone, is off by log(1 + e^-g + ...) >= log(1 + e^-2) = 0.127
+# (every instance has a second score g = 1 or 2 below the max): 250x the worst correct answer.
+LSE_MINE_TOL = 2e-3
+# Part 4(b)'s io_ratio_mine, asked to 4 significant digits: rounding costs at most 5e-4
+# (relative); the closest named mistake, K and V counted once, is off by a factor of at least 2.
+RATIO_MINE_TOL = 1e-3

@@ -1,0 +1,149 @@
+# Generated from the course's judge by the release build: do not edit.
+"""What the judge knows of the libraries and of Python when it proves a rule.
+
+Which library roots it resolves paths in, which builtins and modules reach code it cannot
+read, which callables iterate, which paths patch PyTorch's machinery, and which methods a
+computed value (a tensor, an array, a module, a container) may be called with.
+"""
+
+import ast
+import functools
+import importlib
+import re
+
+# Magics whose code runs in the notebook's namespace: read like the cell's own statements.
+CODE_MAGICS = {"time", "capture"}
+# Magics that run no code of the notebook and change nothing an answer computes.
+INERT_MAGICS = {"matplotlib", "timeit", "who", "whos", "pinfo", "precision", "config", "lsmagic"}
+
+# Library roots the judge resolves attribute paths in (what the course's cells import).
+LIBRARY_ROOTS = {"torch", "numpy", "math", "builtins", "functools", "itertools", "operator"}
+# Builtins that run or reach code the judge cannot read (anywhere in the student's cells).
+DYNAMIC_BUILTINS = {
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "globals",
+    "locals",
+    "vars",
+    "breakpoint",
+    "__build_class__",
+}
+# Modules whose import makes every rule unverifiable: they reach the interpreter's own state.
+DYNAMIC_MODULES = {
+    "builtins",
+    "sys",
+    "importlib",
+    "ctypes",
+    "gc",
+    "inspect",
+    "types",
+    "code",
+    "codeop",
+    "runpy",
+    "pickle",
+    "marshal",
+    "dill",
+    "cloudpickle",
+    "atexit",
+    "signal",
+    "threading",
+    "_thread",
+    "multiprocessing",
+    "concurrent",
+    "asyncio",
+    "weakref",
+    "trace",
+    "pdb",
+    "bdb",
+    "IPython",
+    "ipykernel",
+    "coursecheck",
+}
+# Dunder attributes a student's code may name: everything else reaches interpreter internals.
+PLAIN_DUNDERS = {"__init__", "__name__", "__doc__", "__qualname__"}
+# Dunder methods a student's class may define: any other is called implicitly by Python.
+PLAIN_METHODS = {"__init__", "__call__", "__repr__", "__str__"}
+HOOK = re.compile(r"(^|_)(register_.*hook.*|register_module_.*|settrace|setprofile|addaudithook)$")
+# Library callables that call a function over and over: iteration without loop syntax.
+ITERATING = (
+    "builtins.map",
+    "builtins.filter",
+    "builtins.iter",
+    "functools.reduce",
+    "itertools",
+    "operator.methodcaller",
+    "torch.vmap",
+    "torch.func",
+    "torch.while_loop",
+    "torch.cond",
+    "torch.scan",
+    "torch.associative_scan",
+    "torch._higher_order_ops",
+    "torch.utils._pytree",
+    "torch.nn.Sequential",
+    "torch.nn.ModuleList",
+    "torch.nn.ModuleDict",
+    "torch.nn.Module.apply",
+    "numpy.vectorize",
+    "numpy.frompyfunc",
+    "numpy.apply_along_axis",
+    "numpy.apply_over_axes",
+    "numpy.piecewise",
+    "numpy.nditer",
+    "numpy.ndenumerate",
+    "numpy.ndindex",
+)
+ITERATING_METHODS = {"apply_", "map_", "map2_", "apply"}
+# Library paths that reach PyTorch's machinery below its public API, or replace its operators.
+TAMPER_PATHS = ("torch.library", "torch.overrides", "torch.utils.hooks", "torch._C")
+# Libraries a student's cell may import without making the rules unverifiable (the import
+# rule still charges the import to its part).
+KNOWN_LIBRARIES = {"torch", "numpy", "matplotlib", "scipy"}
+
+# What every assignment's first cell imports (assumed when only the student's cells are given).
+FIRST_CELL = "import torch\nimport torch.nn as nn\nimport numpy as np\n"
+
+LOOP_NODES = {
+    ast.For: "a for loop",
+    ast.AsyncFor: "an async for loop",
+    ast.While: "a while loop",
+    ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension",
+    ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
+}
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@functools.cache
+def library_object(path: str):
+    """The object at ``path`` under a known library root, or None (never student code)."""
+    parts = path.split(".")
+    if parts[0] not in LIBRARY_ROOTS or any(p.startswith("__") for p in parts):
+        return None
+    try:
+        obj = importlib.import_module(parts[0])
+        for part in parts[1:]:
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001 - an unknown path is not an object
+        return None
+    return obj
+
+
+@functools.cache
+def value_methods() -> frozenset:
+    """Public methods and attributes of tensors, arrays, modules and plain containers."""
+    import numpy
+    import torch
+
+    kinds = (torch.Tensor, numpy.ndarray, torch.nn.Module, torch.Size, dict, list, tuple, str)
+    names = {n for kind in kinds for n in dir(kind) if not n.startswith("_")}
+    names |= {n for kind in (int, float, complex, numpy.generic) for n in dir(kind)}
+    return frozenset(n for n in names if not n.startswith("_") and not HOOK.search(n))
+
+
+def under(path: str, prefixes) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in prefixes)
