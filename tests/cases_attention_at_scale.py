@@ -10,7 +10,7 @@ correct and eight wrong rows per part.
 
 from casetable import cases_table, source_notebook
 
-from attncourse.submissions import solution_answers
+from devtools.submissions import solution_answers
 
 ASSIGNMENT = "attention_at_scale"
 

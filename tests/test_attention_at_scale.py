@@ -17,7 +17,7 @@ from attncourse.cli import main
 from attncourse.course import ROOT, notebook_path
 from attncourse.grading.attention_at_scale import references as ref
 from attncourse.preprocessors.pininstance import INSTANCE_CELL
-from attncourse.submissions import strip_markers
+from devtools.submissions import strip_markers
 
 ASSIGNMENT = "attention_at_scale"
 IDS = [f"s{i:05d}" for i in range(1000)]
