@@ -18,7 +18,13 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attncourse.constants import METADATA_KEY
-from attncourse.plainfiles import WHY, refuse_submission, refused_before, special_entries
+from attncourse.plainfiles import (
+    WHY,
+    refusal,
+    refuse_submission,
+    refused_before,
+    special_entries,
+)
 from attncourse.runrecord import RunRecord
 
 
@@ -69,7 +75,7 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
             copy = dest / rel
             if os.path.lexists(source / rel) or not os.path.lexists(copy):
                 continue
-            if os.path.isdir(copy) and not os.path.islink(copy):
+            if refusal(copy) is None and copy.is_dir():
                 shutil.rmtree(copy)
             else:
                 os.unlink(copy)

@@ -26,7 +26,6 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Float, Integer, Unicode, default
 
-from attncourse import constants
 from attncourse.cells import is_test_cell
 from attncourse.constants import EXAMPLE_STUDENT, METADATA_KEY
 from attncourse.judge import verdict
@@ -54,33 +53,41 @@ class ResilientExecute(Execute):
     course tree (notebooks excluded: the sanitized copy holds the hidden tests).
     """
 
+    timeout = Integer(
+        120,
+        allow_none=True,
+        help="Seconds a single cell (or one call of the judge into the kernel) may run before "
+        "it is interrupted (None: no limit but the notebook's budget).",
+    ).tag(config=True, limit=True)
     max_output_bytes = Integer(
-        constants.MAX_OUTPUT_BYTES, help="Output a cell may produce before the rest is dropped."
-    ).tag(config=True)
+        1_000_000, help="Bytes a cell may print before the rest is dropped (a note says so)."
+    ).tag(config=True, limit=True)
     iopub_timeout = Integer(
-        constants.IOPUB_TIMEOUT_S,
+        30,
         help="Seconds to wait for a cell's last output after its reply (a flood of output).",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     prewarm = Bool(
         False, help="Start the next notebook's kernel while this one runs (torch import dominates)."
     ).tag(config=True)
     max_kernel_restarts = Integer(
-        constants.MAX_KERNEL_RESTARTS,
+        3,
         help="Kernel deaths/hangs per notebook after which the remaining cells are not run.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     notebook_budget = Float(
-        float(constants.NOTEBOOK_BUDGET_S),
+        900.0,
         help="Seconds one notebook may run in all (its cells and the judge's calls); when they "
         "are spent the remaining cells are not run and the remaining tests fail, saying so.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     checks_modules = Dict(
         value_trait=Unicode(),
         help="assignment -> module holding its CHECKS, for assignments whose hidden tests are "
         "not in attncourse.grading.<assignment>.",
     ).tag(config=True)
     max_reply_bytes = Integer(
-        constants.MAX_REPLY_BYTES, help="Largest answer the kernel may send the judge for one call."
-    ).tag(config=True)
+        256 * 2**20,
+        help="Bytes the kernel may send the judge in answer to one call; a larger answer fails "
+        "that check.",
+    ).tag(config=True, limit=True)
 
     def __init__(self, **kw):
         # nbgrader's Execute passes its own kernel manager as an argument, which no

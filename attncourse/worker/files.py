@@ -8,6 +8,8 @@ import shutil
 import stat
 from pathlib import Path, PurePosixPath
 
+from attncourse.plainfiles import refusal
+
 
 def read_tree(folder):
     """``{relative path: (bytes, mode)}`` of the regular files under ``folder``, no link followed."""
@@ -16,10 +18,9 @@ def read_tree(folder):
     for parent, dirnames, filenames in os.walk(folder):
         for name in [*filenames, *dirnames]:
             path = Path(parent) / name
-            info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode):
+            if refusal(path) is None and not path.is_dir():
                 rel = path.relative_to(folder).as_posix()
-                files[rel] = (path.read_bytes(), stat.S_IMODE(info.st_mode))
+                files[rel] = (path.read_bytes(), stat.S_IMODE(os.lstat(path).st_mode))
     return files
 
 
