@@ -14,7 +14,7 @@ ROUNDS ?= 1
 # nbgrader runs alembic (and kernels) from PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: price fuzz soak venv demo test test-fast accept-secrets lint format release grade feedback export report scan similarity bench \
+.PHONY: price fuzz soak venv demo test test-fast accept-secrets lint format release limits grade feedback export report scan similarity bench \
 	collect return-feedback collect-lms release-zip formgrader workload classroom clean
 PORT ?= 8888
 # make classroom: the hub's address is 127.0.0.1:HUB_PORT; its accounts, homes and exchange live in CLASSROOM
@@ -47,6 +47,9 @@ test-fast: venv  ## in parallel, no kernel started: no autograde run, sandbox or
 
 accept-secrets: venv  ## every correct alternative over 100 secrets where make test keeps fewer (minutes of CPU)
 	$(BIN)/python -m pytest -n auto --dist loadgroup -m secrets
+
+limits: venv  ## the lists of limits in README.md and nbgrader_config.py, written from the traits
+	$(BIN)/python -m devtools.limits
 
 lint: venv
 	$(BIN)/ruff check .

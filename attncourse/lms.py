@@ -40,7 +40,7 @@ from traitlets import Unicode
 
 from attncourse.constants import DIST, RELEASE
 from attncourse.course import ROOT, nbgrader
-from attncourse.plainfiles import WHY, describe, kind_of
+from attncourse.plainfiles import WHY, kind_of, refusal
 from attncourse.upstream import collect_path
 
 PATTERNS = {
@@ -163,11 +163,9 @@ def _files(root):
     for dirpath, dirnames, filenames in os.walk(root):  # never follows a link
         for name in dirnames + filenames:
             path = Path(dirpath, name)
-            mode = os.lstat(path).st_mode
-            if not stat.S_ISDIR(mode):
-                found.append(
-                    (path.relative_to(root).as_posix(), kind_of(mode) and describe(path, mode))
-                )
+            why = refusal(path)
+            if why or not path.is_dir():
+                found.append((path.relative_to(root).as_posix(), why))
     return sorted(found)
 
 

@@ -73,7 +73,7 @@ from attncourse.gradebook import cell_scores, save_autograde_results, write_assi
 from attncourse.gradingsummary import outcome_of, print_summary
 from attncourse.handoffs import CourseBundle, GradingJob, StudentResult, TaskResult
 from attncourse.names import check_known
-from attncourse.plainfiles import WHY, refuse_submission
+from attncourse.plainfiles import WHY, refusal, refuse_submission
 from attncourse.roster import roster_reader
 from attncourse.runrecord import RunRecord
 from attncourse.worker.files import read_tree, write_tree
@@ -115,7 +115,7 @@ def course_bundle(
     files = {}
     for pattern in CourseGrading(config=config).course_files:
         for path in sorted(course.glob(pattern)):
-            if path.is_file() and not path.is_symlink():
+            if refusal(path) is None and path.is_file():
                 files[path.relative_to(course).as_posix()] = (path.read_bytes(), 0o644)
     for folder in (coursedir.source_directory, coursedir.release_directory):
         for rel, data in read_tree(course / folder / assignment).items():

@@ -65,6 +65,15 @@ def describe(path: str | Path, mode: int, dir_fd: int | None = None) -> str:
     return what
 
 
+def refusal(path: str | os.PathLike, dir_fd: int | None = None) -> str | None:
+    """Why a collector refuses the entry at ``path`` (read, never followed): what it is, a
+    symlink with its target, a FIFO, a socket, a device; None for a regular file or a folder.
+    Every collector of files asks this function (or :func:`kind_of`, for an archive's member,
+    which has a mode but no path). Raises FileNotFoundError when nothing is there."""
+    mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    return describe(os.fspath(path), mode, dir_fd) if kind_of(mode) else None
+
+
 def special_entries(folder: str | os.PathLike) -> list[tuple[str, Path, str]]:
     """(relative path, path, what it is) of every entry under ``folder`` that is not a regular
     file or folder; never descends into or through one."""
@@ -74,11 +83,11 @@ def special_entries(folder: str | os.PathLike) -> list[tuple[str, Path, str]]:
         for name in sorted(dirnames + filenames):
             path = Path(dirpath, name)
             try:
-                mode = os.lstat(path).st_mode
+                why = refusal(path)
             except FileNotFoundError:
                 continue
-            if kind_of(mode):
-                found.append((path.relative_to(folder).as_posix(), path, describe(path, mode)))
+            if why:
+                found.append((path.relative_to(folder).as_posix(), path, why))
                 if name in dirnames:
                     dirnames.remove(name)
     return found
@@ -95,11 +104,10 @@ def refuse_submission(folder: str | os.PathLike) -> list[str]:
     refused = []
     for level in (folder.parent, folder):
         try:
-            mode = os.lstat(level).st_mode
+            what = refusal(level)
         except FileNotFoundError:
             return []
-        if kind_of(mode):
-            what = describe(level, mode)
+        if what:
             os.unlink(level)
             refused = [f"{level.name}/: {what} (the submission folder itself)"]
             break
@@ -173,8 +181,8 @@ def copy_plain_tree(
     try:
         root = os.open(src, _DIR)
     except OSError as e:
-        mode = os.lstat(src).st_mode
-        raise RefusedFolder(e.errno, f"{describe(src, mode)}: {WHY}", str(src)) from e
+        what = refusal(src) or "regular file"
+        raise RefusedFolder(e.errno, f"{what}: {WHY}", str(src)) from e
     refused: list[str] = []
     stack = [(root, Path(dest), "")]
     dirs = [(Path(dest), os.fstat(root))]  # (copy, stat) to stamp once their contents are written
@@ -185,12 +193,12 @@ def copy_plain_tree(
                 target.mkdir(parents=True, exist_ok=False)
                 names, stats = [], {}
                 for name in sorted(os.listdir(fd)):
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    if kind_of(st.st_mode):
-                        refused.append(f"{rel}{name}: {describe(name, st.st_mode, fd)}")
+                    why = refusal(name, fd)
+                    if why:
+                        refused.append(f"{rel}{name}: {why}")
                     else:
                         names.append(name)
-                        stats[name] = st
+                        stats[name] = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 skip = set(ignore(os.path.join(src, rel), names)) if ignore else set()
                 for name in names:
                     if name in skip:

@@ -8,4 +8,5 @@ and its ``attncourse`` verb (``cli`` imports it when the verb runs).
     ``autograde``     plain ``nbgrader autograde`` of a set of submissions (tests, demo)
     ``demo``          ``make demo``: the whole workflow on bundled submissions
     ``bench``         ``make bench``: seconds per submission, and where they go
+    ``limits``        ``make limits``: the README's and the config's lists of limits, from the traits
 """

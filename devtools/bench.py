@@ -35,15 +35,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from attncourse.constants import (
-    CELL_TIMEOUT_S,
-    cores,
-    default_workers,
-    threads_per_kernel,
-)
+from attncourse.constants import cores, default_workers, threads_per_kernel
 from attncourse.course import ROOT, course_config, nbgrader, venv_path
 from attncourse.gradebook import total_scores
 from attncourse.pipeline import grade
+from attncourse.preprocessors.resilientexecute import ResilientExecute
 from devtools.autograde import prepare
 from devtools.submissions import solution_submission, write_submission
 
@@ -73,7 +69,7 @@ def _course(dest, assignment, submissions, copies, stock=False, root=ROOT):
         config = course_config(course)
         stock_config = STOCK_CONFIG.format(
             course_id=config.CourseDirectory.course_id,
-            timeout=config.Execute.get("timeout", CELL_TIMEOUT_S),
+            timeout=ResilientExecute(config=config).timeout,
             extra=list(config.Execute.extra_arguments),
         )
         (course / "nbgrader_config.py").write_text(stock_config)

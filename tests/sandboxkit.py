@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from jupyter_core.utils import run_sync
 
-from attncourse.constants import MAX_REPLY_BYTES
 from attncourse.judge.channel import PipeChannel
 from attncourse.judge.remote import Session, StudentNamespace
+from attncourse.preprocessors.resilientexecute import ResilientExecute
 from attncourse.sandbox.filesystem import JUDGE_SOCKET
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
@@ -95,7 +95,12 @@ def kernel_judge(run, km, kc, timeout=120):
         run_sync(km.interrupt_kernel)()
 
     pipe = PipeChannel(
-        execute, Path(run) / JUDGE_SOCKET, MAX_REPLY_BYTES, lambda: timeout, stop, grace=30
+        execute,
+        Path(run) / JUDGE_SOCKET,
+        ResilientExecute.max_reply_bytes.default_value,
+        lambda: timeout,
+        stop,
+        grace=30,
     )
     ns = StudentNamespace(Session(pipe))
     return lambda work: pipe.judge(lambda: work(ns), execute)

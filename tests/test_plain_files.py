@@ -12,6 +12,7 @@ checked by the slow test at the end.
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -29,6 +30,7 @@ from attncourse.plainfiles import (
     Refusals,
     RefusedFolder,
     copy_plain_tree,
+    refusal,
     refuse_submission,
     special_entries,
 )
@@ -293,3 +295,42 @@ def test_attncourse_grade_refuses_links_and_the_kernel_never_sees_their_targets(
     assert "FileNotFoundError" in printed
     assert leaks(autograded(course).parent) == []
     assert len(nb.metadata.attncourse.refused_files) == len(REFUSED)
+
+
+# What decides that an entry is a link or a special file: only plainfiles (refusal, kind_of).
+_FILE_KIND = re.compile(
+    r"\b(islink|is_symlink|S_ISLNK|S_ISFIFO|S_ISSOCK|S_ISCHR|S_ISBLK|S_ISREG)\b"
+)
+# Where a file kind is read for another purpose than collecting: why, per module.
+_OTHER_PURPOSES = {
+    "attncourse/plainfiles.py": "the one place that decides",
+    "attncourse/lms.py": "reads a zip member's link target (kind_of refuses the member)",
+    "attncourse/sandbox/filesystem.py": "the kernel's mounts (kernel side: imports nothing else)",
+}
+
+
+def test_one_function_refuses_links_and_special_files_for_every_collector():
+    """Collectors (the exchange, the LMS import, the pipeline's course bundle, the worker's
+    file transfer, the sanitize preprocessor) ask ``plainfiles.refusal``; no other module
+    tells links and special files apart by itself."""
+    package = ROOT / "attncourse"
+    deciding = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in package.rglob("*.py")
+        if _FILE_KIND.search(path.read_text())
+    )
+    assert set(deciding) <= set(_OTHER_PURPOSES), deciding
+    for module in ("pipeline", "lms", "worker/files", "preprocessors/refusespecialfiles"):
+        assert "refusal(" in (package / f"{module}.py").read_text(), module
+
+
+def test_refusal_names_a_link_and_its_target_and_passes_files_and_folders(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "link").symlink_to("file")
+    os.mkfifo(tmp_path / "fifo")
+    assert refusal(tmp_path / "file") is None and refusal(tmp_path / "folder") is None
+    assert refusal(tmp_path / "link") == "symlink to 'file'"
+    assert refusal(tmp_path / "fifo") == "FIFO"
+    with pytest.raises(FileNotFoundError):
+        refusal(tmp_path / "missing")

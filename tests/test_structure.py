@@ -441,9 +441,14 @@ def test_every_setting_in_the_config_is_a_configurable_trait(section):
 
 
 def test_every_sandbox_setting_is_set_in_the_config():
-    """An instructor finds every limit of a kernel in nbgrader_config.py, with its comment."""
+    """An instructor finds every setting of a kernel in nbgrader_config.py, with its comment:
+    set, or (a limit) listed at its default by ``make limits`` (``tests/test_limits.py``)."""
     own = SandboxKernelManager.class_own_traits(config=True)
-    assert set(own) - set(CONFIG.SandboxKernelManager) == set()
+    limits = SandboxKernelManager.class_own_traits(limit=True)
+    assert limits
+    assert set(own) - set(limits) - set(CONFIG.SandboxKernelManager) == set()
+    listed = (ROOT / "nbgrader_config.py").read_text()
+    assert [n for n in limits if f"# c.SandboxKernelManager.{n} = " not in listed] == []
 
 
 # ------------------------------------------------------------------ the judge's bootstrap

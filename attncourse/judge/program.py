@@ -68,7 +68,7 @@ class Finding:
 MAGIC_NESTING = 4
 
 
-def python_source(text, nesting=0):
+def python_source(text: str, nesting: int = 0) -> ast.Module | None:
     """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be
     (deeper than Python's own parser or recursion goes included)."""
     tree = cell_tree(text)  # the cell's own lines

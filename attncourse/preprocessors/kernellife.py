@@ -30,7 +30,6 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Instance, Integer, default
 
-from attncourse import constants
 from attncourse.cells import is_test_cell
 from attncourse.judge.remote import KernelFault
 from attncourse.pointers import cell_places
@@ -48,21 +47,21 @@ class KernelLife(CellTimeout, Execute):
     course tree (notebooks excluded: the sanitized copy holds the hidden tests)."""
 
     iopub_timeout = Integer(
-        constants.IOPUB_TIMEOUT_S,
+        30,
         help="Seconds to wait for a cell's last output after its reply (a flood of output).",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     prewarm = Bool(
         False, help="Start the next notebook's kernel while this one runs (torch import dominates)."
     ).tag(config=True)
     max_kernel_restarts = Integer(
-        constants.MAX_KERNEL_RESTARTS,
+        3,
         help="Kernel deaths/hangs per notebook after which the remaining cells are not run.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     notebook_budget = Float(
-        float(constants.NOTEBOOK_BUDGET_S),
+        900.0,
         help="Seconds one notebook may run in all (its cells and the judge's calls); when they "
         "are spent the remaining cells are not run and the remaining tests fail, saying so.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
 
     spare = Instance(
         SpareKernel,

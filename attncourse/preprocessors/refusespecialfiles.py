@@ -19,7 +19,12 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Instance, default
 
 from attncourse.constants import METADATA_KEY
-from attncourse.plainfiles import WHY, Refusals, special_entries
+from attncourse.plainfiles import (
+    WHY,
+    Refusals,
+    refusal,
+    special_entries,
+)
 from attncourse.runrecord import RunRecord
 
 
@@ -80,7 +85,7 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
             copy = dest / rel
             if os.path.lexists(source / rel) or not os.path.lexists(copy):
                 continue
-            if os.path.isdir(copy) and not os.path.islink(copy):
+            if refusal(copy) is None and copy.is_dir():
                 shutil.rmtree(copy)
             else:
                 os.unlink(copy)

@@ -22,7 +22,6 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from traitlets import Dict, Integer, Unicode
 
-from attncourse import constants
 from attncourse.cells import is_test_cell
 from attncourse.constants import METADATA_KEY
 from attncourse.judge import verdict
@@ -44,23 +43,31 @@ class ResilientExecute(KernelLife):
     """nbgrader's ``Execute`` in the sandbox, surviving dead, hung and chatty kernels, with
     each test cell's verdict from the judge."""
 
+    timeout = Integer(
+        120,
+        allow_none=True,
+        help="Seconds a single cell (or one call of the judge into the kernel) may run before "
+        "it is interrupted (None: no limit but the notebook's budget).",
+    ).tag(config=True, limit=True)
     max_output_bytes = Integer(
-        constants.MAX_OUTPUT_BYTES, help="Output a cell may produce before the rest is dropped."
-    ).tag(config=True)
+        1_000_000, help="Bytes a cell may print before the rest is dropped (a note says so)."
+    ).tag(config=True, limit=True)
     max_outputs = Integer(
         1000,
         help="Outputs (messages: prints, displays) one cell may send; past it the cell is "
         "interrupted and the rest dropped, saying so. Each costs the grader a message; the "
         "course's cells send at most a few dozen.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     checks_modules = Dict(
         value_trait=Unicode(),
         help="assignment -> module holding its CHECKS, for assignments whose hidden tests are "
         "not in attncourse.grading.<assignment>.",
     ).tag(config=True)
     max_reply_bytes = Integer(
-        constants.MAX_REPLY_BYTES, help="Largest answer the kernel may send the judge for one call."
-    ).tag(config=True)
+        256 * 2**20,
+        help="Bytes the kernel may send the judge in answer to one call; a larger answer fails "
+        "that check.",
+    ).tag(config=True, limit=True)
 
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict, km: KernelManager | None = None

@@ -4,7 +4,8 @@
 directory (TCP loopback is unreachable from a new network namespace) and prefixes the
 kernel command with ``python -m attncourse.sandbox.launcher SPEC --``; the spec says what
 the launcher is to set up (:meth:`SandboxKernelManager.spec`). Its settings are in
-``nbgrader_config.py``; their defaults in :mod:`attncourse.constants`.
+``nbgrader_config.py``; each limit is defined once, here, as a trait tagged ``limit``
+(listed in the README and the config by ``make limits``).
 """
 
 import json
@@ -52,35 +53,37 @@ class SandboxKernelManager(ResourceCleanup, AsyncKernelManager):  # type: ignore
 
     enabled = Bool(True, help="Run kernels in the sandbox at all.").tag(config=True)
     memory_mb = Integer(
-        constants.MEMORY_MB, help="Address-space limit of the kernel (MiB, 0: none)."
-    ).tag(config=True)
-    cpu_seconds = Integer(
-        constants.CPU_SECONDS, help="CPU-time limit of one kernel (s, 0: none)."
-    ).tag(config=True)
+        3072,
+        help="Address-space limit of the kernel (MiB, 0: none); not applied on a GPU grader, "
+        "where CUDA reserves far more.",
+    ).tag(config=True, limit=True)
+    cpu_seconds = Integer(900, help="CPU-time limit of one kernel (s, 0: none).").tag(
+        config=True, limit=True
+    )
     processes = Integer(
-        constants.PROCESSES, help="Process/thread limit of the kernel's uid (0: none)."
-    ).tag(config=True)
-    file_size_mb = Integer(
-        constants.FILE_SIZE_MB, help="Largest file the kernel may write (MiB, 0: none)."
-    ).tag(config=True)
+        64, help="Process/thread limit of the kernel's uid (0: none): a fork bomb stops here."
+    ).tag(config=True, limit=True)
+    file_size_mb = Integer(64, help="Largest file the kernel may write (MiB, 0: none).").tag(
+        config=True, limit=True
+    )
     cgroup_memory_mb = Integer(
-        constants.CGROUP_MEMORY_MB,
+        3072,
         help="Memory limit of the kernel's own cgroup (MiB, 0: none): all memory of its "
         "processes, swap and the pages of its scratch tmpfs included. Unlike memory_mb "
         "(address space), it holds on a GPU grader too. Needs root or a delegated cgroup; "
         "the protections say why it was refused.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     gpu_memory_mb = Integer(
-        constants.GPU_MEMORY_MB,
+        4096,
         help="GPU memory each kernel may pin on a card it shares with others (MiB, 0: none), "
         "held by the grader's CUDA MPS daemon outside the kernel; on a GPU grader it also "
         "sets how many kernels a GPU's free memory holds by default.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     tmpfs_mb = Integer(
-        constants.TMPFS_MB,
+        256,
         help="Size of the kernel's one scratch tmpfs (MiB): its /tmp, /var/tmp, /dev/shm "
         "and what it writes in its working copy, together.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     isolate_network = Bool(True, help="Put the kernel in a network namespace.").tag(config=True)
     drop_privileges = Bool(True, help="When root, run the kernel as a fresh uid.").tag(config=True)
     fork_server = Bool(

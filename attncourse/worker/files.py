@@ -9,6 +9,7 @@ import stat
 from pathlib import Path, PurePosixPath
 
 from attncourse.handoffs import FileTree
+from attncourse.plainfiles import refusal
 
 
 def read_tree(folder: str | os.PathLike) -> dict[str, tuple[bytes, int]]:
@@ -18,10 +19,9 @@ def read_tree(folder: str | os.PathLike) -> dict[str, tuple[bytes, int]]:
     for parent, dirnames, filenames in os.walk(folder):
         for name in [*filenames, *dirnames]:
             path = Path(parent) / name
-            info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode):
+            if refusal(path) is None and not path.is_dir():
                 rel = path.relative_to(folder).as_posix()
-                files[rel] = (path.read_bytes(), stat.S_IMODE(info.st_mode))
+                files[rel] = (path.read_bytes(), stat.S_IMODE(os.lstat(path).st_mode))
     return files
 
 

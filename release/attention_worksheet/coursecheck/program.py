@@ -64,7 +64,7 @@ class Finding:
         return located(self.what, Place(self.part, self.place), self.function, self.line)
 
 
-def python_source(text):
+def python_source(text: str) -> ast.Module | None:
     """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
     tree = cell_tree(text)  # the cell's own lines
     return _MagicCode().visit(tree) if tree is not None else None
