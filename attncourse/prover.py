@@ -28,7 +28,16 @@ from attncourse.parts import cell_parts
 
 PACKAGE = "coursecheck"
 # The judge's modules the student's copy holds, as they are (imports made relative).
-SHIPPED = ("libraries", "program", "resolve", "tampering", "rules", "rulebook", "history")
+SHIPPED = (
+    "libraries",
+    "program",
+    "resolve",
+    "tampering",
+    "rules",
+    "recordable",
+    "rulebook",
+    "history",
+)
 HEADER = "# Generated from the course's judge by the release build: do not edit.\n"
 INIT = '''"""The rules of this notebook's parts, proved on your own code as you ran it.
 

@@ -13,6 +13,13 @@ request. Nothing in a reply is trusted: the student's code may rewrite this
 agent, forge replies or lie about its objects, and the judge still believes
 nothing but the data, which it checks against its own references.
 
+A call may ask for its footprint: :class:`Recorder`, a ``TorchDispatchMode``
+entered around that call only, keeps the name and the shapes of every tensor
+operation it dispatches (names and shapes only, at most ``MAX_OPS``) and the reply
+carries them as plain data (``attncourse.judge.footprint`` reads them). The record
+is trusted only where the judge has proved from the source that the answer cannot
+reach it or compute outside it (the footprint rule, see ``attncourse.judge.footprint``).
+
 The module has no imports from ``attncourse`` so that it can run as text in
 the kernel; :func:`make_server` is also used in-process by the fast tests.
 """
@@ -27,6 +34,7 @@ import struct
 
 import numpy
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 HEADER = struct.Struct("!I")  # a frame's length, before its bytes
 MAX_REQUEST_BYTES = 256 * 2**20  # a longer request frame ends the connection
@@ -34,6 +42,8 @@ MAX_ITEMS = 10_000  # items in one returned tuple, list or dict
 MAX_DEPTH = 8
 MAX_TEXT = 100_000  # characters of a returned string or of captured output
 DATA_TYPES = (bool, int, float, str, type(None))
+MAX_OPS = 100_000  # operations one footprint keeps (then it is marked truncated)
+MAX_NAMES = 2_000
 # ``type`` itself and the real method resolution order of a class, reached through objects a
 # notebook cannot replace (whatever ``builtins.type`` or ``__class__`` say now).
 _TYPE = (0).__class__.__class__
@@ -84,6 +94,59 @@ def _array(value, lib):
         "device": device,
         "npy": base64.b64encode(buffer.getvalue()).decode("ascii"),
     }
+
+
+class Recorder(TorchDispatchMode):
+    """Names and shapes of the tensor operations dispatched while it is entered: per
+    operation its name's index in ``names``, its input and output counts, then each shape's
+    ndim and dims, in the flat list ``codes`` (see ``attncourse.judge.footprint.from_wire``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names, self.index, self.codes = [], {}, []
+        self.count, self.truncated = 0, False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if self.count >= MAX_OPS:
+            self.truncated = True
+            return out
+        name = str(func)
+        at = self.index.get(name)
+        if at is None:
+            if len(self.names) >= MAX_NAMES:
+                self.truncated = True
+                return out
+            at = self.index[name] = len(self.names)
+            self.names.append(name)
+        inputs = _shapes(args) + (_shapes(kwargs.values()) if kwargs else [])
+        outputs = _shapes((out,))
+        codes = self.codes
+        codes += (at, len(inputs), len(outputs))
+        for shape in inputs + outputs:
+            codes.append(len(shape))
+            codes += shape
+        self.count += 1
+        return out
+
+    def record(self):
+        """The footprint as plain data for the reply."""
+        return {
+            "names": list(self.names),
+            "codes": numpy.asarray(self.codes, dtype=numpy.int64),
+            "truncated": self.truncated,
+        }
+
+
+def _shapes(values):
+    """Shapes of the tensors among ``values`` and in the lists or tuples among them."""
+    shapes = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            shapes.append(tuple(value.shape))
+        elif type(value) in (list, tuple):
+            shapes += [tuple(v.shape) for v in value if isinstance(v, torch.Tensor)]
+    return shapes
 
 
 class _Server:
@@ -208,9 +271,12 @@ class _Server:
             kwargs = {k: self.decode(v) for k, v in request.get("kwargs", {}).items()}
             out = io.StringIO()
             grad = torch.no_grad() if request.get("no_grad") else contextlib.nullcontext()
-            with contextlib.redirect_stdout(out), grad:
+            recorder = Recorder() if request.get("footprint") else contextlib.nullcontext()
+            with contextlib.redirect_stdout(out), grad, recorder:
                 value = func(*args, **kwargs)
             reply = {"value": self.handle(value) if request.get("ref") else self.encode(value)}
+            if request.get("footprint"):
+                reply["footprint"] = self.encode(recorder.record())
             if request.get("stdout"):
                 reply["stdout"] = out.getvalue()[:MAX_TEXT]
             return reply

@@ -13,6 +13,7 @@ import itertools
 import json
 
 from attncourse.constants import EXAMPLE_STUDENT
+from attncourse.judge import footprint as footprints
 from attncourse.judge import wire
 from attncourse.judge.program import Program, as_cells
 
@@ -62,6 +63,13 @@ class Session:
         except wire.ReplyError as error:
             raise KernelFault(f"the kernel's answer was not plain data ({error})") from None
 
+    def footprint(self, reply):
+        """The :class:`~attncourse.judge.footprint.Footprint` a call's reply carries."""
+        try:
+            return footprints.from_wire(wire.decode(reply.get("footprint"), self._remote))
+        except (wire.ReplyError, ValueError) as error:
+            raise KernelFault(f"the kernel's footprint was not a record ({error})") from None
+
     def _remote(self, item):
         remote = Remote(self, item["id"], item.get("cls"), item.get("name"), item.get("callable"))
         self._remotes[id(remote)] = remote
@@ -107,8 +115,10 @@ class Remote:
     def __call__(self, *args, **kwargs):
         return self.call(*args, **kwargs)
 
-    def call(self, *args, no_grad=False, stdout=False, ref=False, **kwargs):
-        """Call the object; with ``stdout`` return ``(value, printed text)``."""
+    def call(self, *args, no_grad=False, stdout=False, ref=False, footprint=False, **kwargs):
+        """Call the object; with ``stdout`` return ``(value, printed text)``, with ``footprint``
+        ``(value, Footprint)``: the tensor operations the call dispatched, recorded in the
+        kernel (:mod:`attncourse.judge.footprint` says when that record can be trusted)."""
         session = self._session
         reply = session.request(
             "call",
@@ -118,8 +128,11 @@ class Remote:
             no_grad=no_grad,
             stdout=stdout,
             ref=ref,
+            footprint=footprint,
         )
         value = session.value(reply)
+        if footprint:
+            return value, session.footprint(reply)
         if stdout:
             text = reply.get("stdout")
             return value, text[: wire.MAX_TEXT] if type(text) is str else ""
