@@ -350,7 +350,7 @@ P3_TILES = [
         "causal_mask_from_triu",
         sub(
             FF,
-            "                s = s.masked_fill(cols > rows, -math.inf)  # (B, H, n, b)",
+            '                s = s.masked_fill(cols > rows, float("-inf"))  # (B, H, n, b)',
             "                s = s.masked_fill(torch.ones(n, s.shape[-1], dtype=torch.bool).triu(i - j + 1), -math.inf)",
         ),
         (),
@@ -373,7 +373,7 @@ P3_TILES = [
     ),
     (
         "not_scaled",
-        sub(FF, "q = Q[:, :, i : i + block_q] / math.sqrt(d)", "q = Q[:, :, i : i + block_q]"),
+        sub(FF, "q = Q[:, :, i : i + block_q] / d**0.5", "q = Q[:, :, i : i + block_q]"),
         VALUE_TESTS,
     ),
     (
@@ -576,8 +576,8 @@ P5_SPLIT = [
         "scores_by_broadcast_matmul",
         sub(
             SD,
-            's = torch.einsum("bhd,bhcnd->bhcn", q, K_c) / math.sqrt(d)',
-            "s = (K_c @ q[:, :, None, :, None]).squeeze(-1) / math.sqrt(d)",
+            's = torch.einsum("bhd,bhcnd->bhcn", q, K_c) / d**0.5',
+            "s = (K_c @ q[:, :, None, :, None]).squeeze(-1) / d**0.5",
         ),
         (),
     ),
@@ -593,13 +593,13 @@ P5_SPLIT = [
     ("lse_without_the_max", sub(SD, "m + torch.log(l)", "torch.log(l)"), ("p5_split_decode",)),
     (
         "padding_not_masked",
-        sub(SD, "    s = s.masked_fill(~real, -math.inf)  # padded slots are no keys\n", ""),
+        sub(SD, '    s = s.masked_fill(~real, float("-inf"))  # padded slots are no keys\n', ""),
         ("p5_split_decode",),
     ),
     ("lse_is_the_max", sub(SD, "m + torch.log(l)", "m"), ("p5_split_decode",)),
     (
         "not_scaled",
-        sub(SD, " / math.sqrt(d)  # (B, H, c, size)", "  # (B, H, c, size)"),
+        sub(SD, " / d**0.5  # (B, H, c, size)", "  # (B, H, c, size)"),
         ("p5_split_decode",),
     ),
     (
