@@ -61,7 +61,7 @@ STUDENTS = {
         "p3_tiles_answer": _changed("p3_tiles_answer", "l = l * alpha + p.sum", "l = l + p.sum"),
         "p5_split_answer": _changed(
             "p5_split_answer",
-            "    s = s.masked_fill(~real, -math.inf)  # padded slots are no keys\n",
+            '    s = s.masked_fill(~real, float("-inf"))  # padded slots are no keys\n',
             "",
         ),
     },

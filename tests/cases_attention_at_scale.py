@@ -19,7 +19,10 @@ GROUPS = {
     "p1_own": (("p1_own_answer",), ("p1_own_numbers",)),
     "p2_online": (("p2_online_answer",), ("p2_online", "p2_online_rules")),
     "p2_merge": (("p2_merge_answer",), ("p2_merge",)),
-    "p3_tiles": (("p3_tiles_answer",), ("p3_tiles_values", "p3_tiles_causal", "p3_tiles_rules")),
+    "p3_tiles": (
+        ("p3_tiles_answer",),
+        ("p3_tiles_values", "p3_tiles_causal", "p3_tiles_rules", "p3_tiles_footprint_test"),
+    ),
     "p3_blocks": (("p3_blocks_answer",), ("p3_causal_blocks",)),
     "p4_io": (("p4_io_answer",), ("p4_io_counts",)),
     "p4_mine": (("p4_mine_answer",), ("p4_io_mine",)),
@@ -50,6 +53,12 @@ FIXED_INPUTS = {
     "p3_tiles_rules",
     "p4_io_mine",
     "p5_split_rules",
+}
+
+# Wrong cases no visible check of their part catches (tests/test_visible_checks.py), and why.
+VISIBLE_EXCEPTIONS = {
+    "p3_tiles:whole_score_matrix_formed": "its values are right and its source breaks no rule; "
+    "only the judge's record of the operations it runs sees the L x L matrix",
 }
 
 SOLUTION = solution_answers(source_notebook(ASSIGNMENT))
@@ -286,7 +295,9 @@ P2_MERGE = [
 
 # ------------------------------------------------------------------- Part 3
 FF, CB = "p3_tiles_answer", "p3_blocks_answer"
-VALUE_TESTS = ("p3_tiles_values", "p3_tiles_causal")
+# a5trace's footprint check compares the values of its recorded calls too
+FOOTPRINT = "p3_tiles_footprint_test"
+VALUE_TESTS = ("p3_tiles_values", "p3_tiles_causal", FOOTPRINT)
 P3_TILES = [
     (
         "float32_inside",
@@ -339,7 +350,7 @@ P3_TILES = [
         "causal_mask_from_triu",
         sub(
             FF,
-            "                s = s.masked_fill(cols > rows, -math.inf)  # (B, H, n, b)",
+            '                s = s.masked_fill(cols > rows, float("-inf"))  # (B, H, n, b)',
             "                s = s.masked_fill(torch.ones(n, s.shape[-1], dtype=torch.bool).triu(i - j + 1), -math.inf)",
         ),
         (),
@@ -362,7 +373,7 @@ P3_TILES = [
     ),
     (
         "not_scaled",
-        sub(FF, "q = Q[:, :, i : i + block_q] / math.sqrt(d)", "q = Q[:, :, i : i + block_q]"),
+        sub(FF, "q = Q[:, :, i : i + block_q] / d**0.5", "q = Q[:, :, i : i + block_q]"),
         VALUE_TESTS,
     ),
     (
@@ -374,12 +385,12 @@ P3_TILES = [
             "if causal and j + s.shape[-1] > i + 1:",
             "if causal and j <= i + n - 1 < j + block_k:",
         ),
-        ("p3_tiles_causal",),
+        ("p3_tiles_causal", FOOTPRINT),
     ),
     (
         "diagonal_block_not_masked_inside",
         sub(FF, "if causal and j + s.shape[-1] > i + 1:", "if False:"),
-        ("p3_tiles_causal",),
+        ("p3_tiles_causal", FOOTPRINT),
     ),
     (
         "partial_last_blocks_dropped",
@@ -397,13 +408,25 @@ P3_TILES = [
         VALUE_TESTS,
     ),
     (
+        "whole_score_matrix_formed",
+        "def flash_forward(Q, K, V, block_q, block_k, causal=False):\n"
+        "    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])  # (B, H, L_q, L_k): all of it\n"
+        "    if causal:\n"
+        "        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), -math.inf)\n"
+        "    m = s.amax(dim=-1, keepdim=True)\n"
+        "    p = torch.exp(s - m)\n"
+        "    l = p.sum(dim=-1, keepdim=True)\n"
+        "    return (p / l) @ V, (m + torch.log(l)).squeeze(-1)\n",
+        (FOOTPRINT,),
+    ),
+    (
         "fused_attention_inside",
         sub(
             FF,
             "    return O, lse",
             "    return torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal), lse",
         ),
-        ("p3_tiles_rules",),
+        ("p3_tiles_rules", FOOTPRINT),
     ),
 ]
 P3_BLOCKS = [
@@ -553,8 +576,8 @@ P5_SPLIT = [
         "scores_by_broadcast_matmul",
         sub(
             SD,
-            's = torch.einsum("bhd,bhcnd->bhcn", q, K_c) / math.sqrt(d)',
-            "s = (K_c @ q[:, :, None, :, None]).squeeze(-1) / math.sqrt(d)",
+            's = torch.einsum("bhd,bhcnd->bhcn", q, K_c) / d**0.5',
+            "s = (K_c @ q[:, :, None, :, None]).squeeze(-1) / d**0.5",
         ),
         (),
     ),
@@ -570,13 +593,13 @@ P5_SPLIT = [
     ("lse_without_the_max", sub(SD, "m + torch.log(l)", "torch.log(l)"), ("p5_split_decode",)),
     (
         "padding_not_masked",
-        sub(SD, "    s = s.masked_fill(~real, -math.inf)  # padded slots are no keys\n", ""),
+        sub(SD, '    s = s.masked_fill(~real, float("-inf"))  # padded slots are no keys\n', ""),
         ("p5_split_decode",),
     ),
     ("lse_is_the_max", sub(SD, "m + torch.log(l)", "m"), ("p5_split_decode",)),
     (
         "not_scaled",
-        sub(SD, " / math.sqrt(d)  # (B, H, c, size)", "  # (B, H, c, size)"),
+        sub(SD, " / d**0.5  # (B, H, c, size)", "  # (B, H, c, size)"),
         ("p5_split_decode",),
     ),
     (

@@ -60,7 +60,7 @@ class TensorOp:
         """Entries of ``q . k`` products this operation computes, for head dimension ``d``.
 
         A matrix product (:data:`PRODUCTS`) whose contracted dimension is ``d`` and whose
-        result has no dimension ``d`` (``P @ V`` keeps ``d``): every entry of its result. An
+        result's matrix has no side ``d`` (``P @ V`` keeps ``d``): every entry of its result. An
         outer product by broadcasting (``q[:, None, :] * k[None, :, :]``, both inputs ending
         in ``d``, the result larger than either): its entries over ``d``. Else 0.
         """
@@ -69,7 +69,7 @@ class TensorOp:
         out = self.outputs[0]
         if self.name.startswith(PRODUCTS) and len(self.inputs) >= 2:
             left = self.inputs[-2]
-            if left and left[-1] == d and d not in out:
+            if left and left[-1] == d and d not in out[-2:]:
                 return math.prod(out)
         if self.name.startswith("aten.mul.") and len(self.inputs) == 2:
             a, b = self.inputs

@@ -6,12 +6,14 @@ The checks run in the judge, never in the student's kernel, each with torch on o
 the run's secret (Parts 1(b) and 4(b): the graded id's own numbers), calls the student's
 functions in the kernel and compares what comes back with the float64 references of
 ``references`` within the thresholds of ``tolerances``. The checks modules follow the course:
-``softmax`` (Parts 1-2), ``tiles`` (3), ``iocount`` (4), ``decoding`` (5).
+``softmax`` (Parts 1-2), ``tiles`` (3), ``footprint_checks`` (3(a)'s footprint, engineer
+a5trace's), ``iocount`` (4), ``decoding`` (5).
 """
 
 from attncourse.judge.checks import single_threaded
 
 from .decoding import check_split_decode, check_split_rules
+from .footprint_checks import check_tiles_footprint
 from .iocount import check_io_counts, check_io_mine
 from .softmax import (
     check_merge,
@@ -36,6 +38,7 @@ CHECKS = {
         "p3_tiles_values": check_tiles_values,
         "p3_tiles_causal": check_tiles_causal,
         "p3_tiles_rules": check_tiles_rules,
+        "p3_tiles_footprint_test": check_tiles_footprint,
         "p3_causal_blocks": check_causal_blocks,
         "p4_io_counts": check_io_counts,
         "p4_io_mine": check_io_mine,

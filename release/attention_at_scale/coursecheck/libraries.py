@@ -98,6 +98,41 @@ ITERATING = (
 ITERATING_METHODS = {"apply_", "map_", "map2_", "apply"}
 # Library paths that reach PyTorch's machinery below its public API, or replace its operators.
 TAMPER_PATHS = ("torch.library", "torch.overrides", "torch.utils.hooks", "torch._C")
+# What the footprint rule lets an answer reach (``coursecheck.recordable``): torch's public
+# operators in these namespaces, its top-level functions, classes and dtypes but these, tensor
+# methods but these, math and builtins; numpy only for its constants.
+RECORDED_NAMESPACES = ("torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
+UNRECORDED_TORCH = {
+    "compile",
+    "vmap",
+    "cond",
+    "while_loop",
+    "scan",
+    "associative_scan",
+    "load",
+    "save",
+    "from_file",
+    "frombuffer",
+    "from_dlpack",
+    "from_numpy",
+    "set_printoptions",
+}
+UNRECORDED_METHODS = {
+    "numpy",
+    "tolist",
+    "tobytes",
+    "tofile",
+    "as_subclass",
+    "untyped_storage",
+    "storage",
+    "data_ptr",
+    "set_",
+    "share_memory_",
+    "backward",
+    "attrgetter",
+    "methodcaller",
+}
+NUMPY_CONSTANTS = {"numpy.inf", "numpy.pi", "numpy.e", "numpy.nan", "numpy.newaxis"}
 # Libraries a student's cell may import without making the rules unverifiable (the import
 # rule still charges the import to its part).
 KNOWN_LIBRARIES = {"torch", "numpy", "matplotlib", "scipy"}
@@ -147,3 +182,12 @@ def value_methods() -> frozenset:
 
 def under(path: str, prefixes) -> bool:
     return any(path == p or path.startswith(p + ".") for p in prefixes)
+
+
+def private_torch(path: str) -> bool:
+    """A path below torch's public API (``torch._C``, ``torch.utils._python_dispatch``...):
+    where dispatch modes, the mode stack and the dispatcher's guards live."""
+    parts = path.split(".")
+    return parts[0] == "torch" and any(
+        p.startswith("_") and not p.endswith("__") for p in parts[1:]
+    )

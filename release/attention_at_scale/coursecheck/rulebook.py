@@ -10,7 +10,7 @@ the very proof the judge runs; the judge proves again on the notebook as handed 
 import ast
 from dataclasses import dataclass
 
-from . import rules
+from . import recordable, rules
 from .failure import GradingError, fail
 
 NO_LOOPS = "no loops"
@@ -19,7 +19,8 @@ NUMPY_ONLY = "numpy only"
 ONE_STATEMENT = "one statement per output"
 USES = "uses"  # the answer reaches a definition named ``word``
 NEVER_NAMES = "never names"  # the answer's own code never names ``word``
-KINDS = (NO_LOOPS, NO_FUSED, NUMPY_ONLY, ONE_STATEMENT, USES, NEVER_NAMES)
+FOOTPRINT = "recorded footprint"  # the answer computes only where the kernel's record sees
+KINDS = (NO_LOOPS, NO_FUSED, NUMPY_ONLY, ONE_STATEMENT, USES, NEVER_NAMES, FOOTPRINT)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ def _prove_one(rule: Rule, namespace) -> None:
         rules.assert_one_statement_per_output(
             name, namespace, part, rule.outputs, size_params=rule.size_params
         )
+    elif rule.kind == FOOTPRINT:
+        recordable.assert_recorded(name, namespace, part)
     elif rule.kind == USES:
         reached = rules.reachable_definitions(name, namespace)
         if not any(mentions(node, rule.word) for node in reached):

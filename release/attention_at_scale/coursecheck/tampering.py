@@ -4,7 +4,8 @@
 Rebinding an attribute of a library module or class (``torch.softmax = ...``), ``setattr``
 on one or with a computed name, hooks (``register_*hook``, global module hooks,
 ``sys.settrace``), dynamic code (``exec``, ``eval``, ``__import__``, ``globals()``), frame and
-dunder introspection, ``__torch_function__``, imports of modules that reach the interpreter's
+dunder introspection, ``__torch_function__``/``__torch_dispatch__``, PyTorch's private paths
+(``torch._C``, ``torch.utils._python_dispatch``: the dispatch-mode stack), imports of modules that reach the interpreter's
 state or that the judge cannot read, and magics other than the inert ones. Every rule-bound
 part counts these against its rule (:mod:`coursecheck.rules`), wherever they sit.
 """
@@ -22,6 +23,7 @@ from .libraries import (
     KNOWN_LIBRARIES,
     PLAIN_DUNDERS,
     TAMPER_PATHS,
+    private_torch,
     under,
 )
 from .program import Finding, Program, magic_call
@@ -98,7 +100,7 @@ class _Tampering:
                 self.add("a relative import", node)
             elif root in DYNAMIC_MODULES:
                 self.add(f"`import {module}`", node)
-            elif under(module, TAMPER_PATHS):
+            elif under(module, TAMPER_PATHS) or private_torch(module):
                 self.add(f"`import {module}`", node)
             elif root not in sys.stdlib_module_names and root not in KNOWN_LIBRARIES:
                 self.add(f"`import {module}`, a module the judge cannot read", node)
@@ -110,7 +112,9 @@ class _Tampering:
             self.add(f"`.{node.attr}`", node)
         else:
             for value in self._values(node):
-                if isinstance(value, Lib) and under(value.path, TAMPER_PATHS):
+                if isinstance(value, Lib) and (
+                    under(value.path, TAMPER_PATHS) or private_torch(value.path)
+                ):
                     self.add(f"`{value.path}`", node)
 
     def _values(self, expr):
