@@ -9,9 +9,9 @@ to Part 4(c).
 
 import nbformat
 from attncourse.demo import PARTLY, RIGHT, WRONG, in_own_words
-from attncourse.submissions import solution_answers
 
 from attncourse.course import ROOT, notebook_path
+from devtools.submissions import solution_answers
 
 _SOLUTION = solution_answers(
     nbformat.read(notebook_path(ROOT, "source", "attention_at_scale"), as_version=4)

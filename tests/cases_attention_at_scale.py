@@ -8,7 +8,11 @@ wrong merge costs Part 5 too (``DEPENDS``). Each part is one question (``QUESTIO
 correct and eight wrong rows per part.
 """
 
-from casetable import cases_table, source_notebook
+from cases_attention_at_scale_part6 import CASES as PART6_CASES
+from cases_attention_at_scale_part6 import DEPENDS as PART6_DEPENDS
+from cases_attention_at_scale_part6 import GROUPS as PART6_GROUPS
+from cases_attention_at_scale_part6 import MESSAGES as PART6_MESSAGES
+from casetable import Case, cases_table, source_notebook
 
 from devtools.submissions import solution_answers
 
@@ -35,14 +39,22 @@ def QUESTION_OF(group):
     return group[:2]
 
 
+# Part 6's groups and rows (cases_attention_at_scale_part6, written on Part 6 run alone since it
+# reads nothing of Parts 1-5), their groups named p6_... here.
+GROUPS.update({f"p6_{name}": group for name, group in PART6_GROUPS.items()})
+
 # Part 5 merges its chunks with Part 2(b)'s merge.
-DEPENDS = {"p5_split_decode": {"p2_merge_answer"}, "p5_split_rules": {"p2_merge_answer"}}
+DEPENDS = {
+    "p5_split_decode": {"p2_merge_answer"},
+    "p5_split_rules": {"p2_merge_answer"},
+    **PART6_DEPENDS,
+}
 
 EVERY_TEST_IN_PROCESS = True
 
 # The course's merge-order demo, the lab and its plot: they only print or draw, and no check
 # reads them.
-DISPLAY_ONLY = {"p2_merge_orders", "p4_lab", "p4_lab_plot"}
+DISPLAY_ONLY = {"p2_merge_orders", "p4_lab", "p4_lab_plot", "p6_experiment", "p6_plot"}
 
 # Checks with no random input: the rules (one call on fixed inputs, then the source) and each
 # student's own numbers (the graded id's instance).
@@ -643,3 +655,5 @@ CASES = cases_table(
     + [("p4_mine", *row) for row in P4_MINE]
     + [("p5_split", *row) for row in P5_SPLIT],
 )
+CASES += [Case(f"p6_{c.group}", c.name, c.answers, c.fails, c.note, c.alone) for c in PART6_CASES]
+MESSAGES = {f"p6_{case}": message for case, message in PART6_MESSAGES.items()}

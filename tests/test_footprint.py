@@ -118,8 +118,8 @@ def test_a_reply_that_is_not_a_record_is_a_kernel_fault():
             footprint.from_wire(bad)
 
     class Forged:
-        def send(self, text):
-            return '{"seq": 0, "value": {"t": "none"}, "footprint": {"t": "int", "v": 1}}'
+        def send(self, text, arrays=()):
+            return '{"seq": 0, "value": {"t": "none"}, "footprint": {"t": "int", "v": 1}}', []
 
     with pytest.raises(KernelFault, match="footprint"):
         Remote(Session(Forged()), 0, "f", "f", True).call(footprint=True)

@@ -51,6 +51,10 @@ EXPECTED_ORDER = {
         "Part 4",
         "Part 4(c)",
         "Part 5",
+        "Part 6(a)",
+        "Part 6(b)",
+        "Part 6(c)",
+        "Part 6(d)",
     ],
 }
 

@@ -69,7 +69,8 @@ class Session:
     def footprint(self, reply):
         """The :class:`~attncourse.judge.footprint.Footprint` a call's reply carries."""
         try:
-            return footprints.from_wire(wire.decode(reply.get("footprint"), self._remote))
+            record = wire.decode(reply.get("footprint"), self._remote, frames=self._frames)
+            return footprints.from_wire(record)
         except (wire.ReplyError, ValueError) as error:
             raise KernelFault(f"the kernel's footprint was not a record ({error})") from None
 

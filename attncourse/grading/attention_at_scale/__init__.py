@@ -7,12 +7,14 @@ the run's secret (Parts 1(b) and 4(b): the graded id's own numbers), calls the s
 functions in the kernel and compares what comes back with the float64 references of
 ``references`` within the thresholds of ``tolerances``. The checks modules follow the course:
 ``softmax`` (Parts 1-2), ``tiles`` (3), ``footprint_checks`` (3(a)'s footprint, engineer
-a5trace's), ``iocount`` (4), ``decoding`` (5).
+a5trace's), ``iocount`` (4), ``decoding`` (5), ``experiment`` and ``training`` (6: the data
+generator, the cache's accounting, causality, one training step; the grader never trains).
 """
 
 from attncourse.judge.checks import single_threaded
 
 from .decoding import check_split_decode, check_split_rules
+from .experiment import check_cache_elements, check_mqar_batch
 from .footprint_checks import check_tiles_footprint
 from .iocount import check_io_counts, check_io_mine
 from .softmax import (
@@ -24,6 +26,7 @@ from .softmax import (
     check_softmax_rules,
 )
 from .tiles import check_causal_blocks, check_tiles_causal, check_tiles_rules, check_tiles_values
+from .training import check_causality, check_train_step
 
 # grade_id of each test cell -> the check the judge runs for it
 CHECKS = {
@@ -44,5 +47,9 @@ CHECKS = {
         "p4_io_mine": check_io_mine,
         "p5_split_decode": check_split_decode,
         "p5_split_rules": check_split_rules,
+        "p6_mqar_batch": check_mqar_batch,
+        "p6_cache_accounting": check_cache_elements,
+        "p6_causality": check_causality,
+        "p6_train_step": check_train_step,
     }.items()
 }

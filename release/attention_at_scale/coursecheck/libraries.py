@@ -1,71 +1,22 @@
 # Generated from the course's judge by the release build: do not edit.
 """What the judge knows of the libraries and of Python when it proves a rule.
 
-Which library roots it resolves paths in, which builtins and modules reach code it cannot
-read, which callables iterate, which paths patch PyTorch's machinery, and which methods a
-computed value (a tensor, an array, a module, a container) may be called with.
+Which library roots it resolves paths in, which callables iterate, which paths patch PyTorch's
+machinery, and which methods a computed value (a tensor, an array, a module, a container) may
+be called with. The dangerous names (builtins, modules, hooks, magics) are
+:mod:`coursecheck.dangerous`'s, shared with the integrity scan.
 """
 
 import ast
 import functools
 import importlib
-import re
 
-# Magics whose code runs in the notebook's namespace: read like the cell's own statements.
-CODE_MAGICS = {"time", "capture"}
-# Magics that run no code of the notebook and change nothing an answer computes.
-INERT_MAGICS = {"matplotlib", "timeit", "who", "whos", "pinfo", "precision", "config", "lsmagic"}
+from .dangerous import HOOK
 
 # Library roots the judge resolves attribute paths in (what the course's cells import).
 LIBRARY_ROOTS = {"torch", "numpy", "math", "builtins", "functools", "itertools", "operator"}
-# Builtins that run or reach code the judge cannot read (anywhere in the student's cells).
-DYNAMIC_BUILTINS = {
-    "exec",
-    "eval",
-    "compile",
-    "__import__",
-    "globals",
-    "locals",
-    "vars",
-    "breakpoint",
-    "__build_class__",
-}
-# Modules whose import makes every rule unverifiable: they reach the interpreter's own state.
-DYNAMIC_MODULES = {
-    "builtins",
-    "sys",
-    "importlib",
-    "ctypes",
-    "gc",
-    "inspect",
-    "types",
-    "code",
-    "codeop",
-    "runpy",
-    "pickle",
-    "marshal",
-    "dill",
-    "cloudpickle",
-    "atexit",
-    "signal",
-    "threading",
-    "_thread",
-    "multiprocessing",
-    "concurrent",
-    "asyncio",
-    "weakref",
-    "trace",
-    "pdb",
-    "bdb",
-    "IPython",
-    "ipykernel",
-    "coursecheck",
-}
-# Dunder attributes a student's code may name: everything else reaches interpreter internals.
-PLAIN_DUNDERS = {"__init__", "__name__", "__doc__", "__qualname__"}
 # Dunder methods a student's class may define: any other is called implicitly by Python.
 PLAIN_METHODS = {"__init__", "__call__", "__repr__", "__str__"}
-HOOK = re.compile(r"(^|_)(register_.*hook.*|register_module_.*|settrace|setprofile|addaudithook)$")
 # Library callables that call a function over and over: iteration without loop syntax.
 ITERATING = (
     "builtins.map",

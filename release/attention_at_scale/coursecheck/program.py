@@ -13,20 +13,17 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from IPython.core.inputtransformer2 import TransformerManager
-
 from .cells import CodeCell
-from .libraries import CODE_MAGICS, DEFINITIONS, FIRST_CELL, FUNCTIONS, INERT_MAGICS
+from .dangerous import CODE_MAGICS, INERT_MAGICS
+from .ipythoncode import cell_tree
+from .libraries import DEFINITIONS, FIRST_CELL, FUNCTIONS
 from .pointing import (
     Place,
     enclosing_names,
-    leading_blank_lines,
     located,
     place_of,
     pointer,
 )
-
-_transform = TransformerManager().transform_cell
 
 # ----------------------------------------------------------------------------- the cells
 
@@ -67,13 +64,21 @@ class Finding:
         return located(self.what, Place(self.part, self.place), self.function, self.line)
 
 
-def python_source(text):
-    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
-    try:
-        tree = _MagicCode().visit(ast.parse(_transform(text)))
-    except (SyntaxError, ValueError):
+# Cell magics nested deeper than this stay calls of ``get_ipython`` (which the rules refuse):
+# each level parses the cell's text again.
+MAGIC_NESTING = 4
+
+
+def python_source(text: str, nesting: int = 0) -> ast.Module | None:
+    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be
+    (deeper than Python's own parser or recursion goes included)."""
+    tree = cell_tree(text)  # the cell's own lines
+    if tree is None:
         return None
-    return ast.increment_lineno(tree, leading_blank_lines(text))  # the cell's own lines
+    try:
+        return _MagicCode(nesting).visit(tree)
+    except (RecursionError, MemoryError):
+        return None
 
 
 def magic_call(node):
@@ -96,6 +101,9 @@ class _MagicCode(ast.NodeTransformer):
     """``%time stmt`` and ``%%time``/``%%capture`` cells replaced by the statements they run;
     inert magics dropped (every other magic stays a call of ``get_ipython``, which is refused)."""
 
+    def __init__(self, nesting=0):
+        self.nesting = nesting
+
     def visit_Expr(self, node):
         magic = magic_call(node)
         if magic is None:
@@ -103,9 +111,9 @@ class _MagicCode(ast.NodeTransformer):
         name, text = magic
         if name in INERT_MAGICS:
             return None
-        if name not in CODE_MAGICS:
+        if name not in CODE_MAGICS or self.nesting >= MAGIC_NESTING:
             return node
-        inner = python_source(text)
+        inner = python_source(text, self.nesting + 1)
         if inner is None:
             return node
         below = node.value.func.attr == "run_cell_magic"  # its body starts on the next line
@@ -358,6 +366,3 @@ class Program:
     def definitions(self, name):
         """Module-level ``def``/``class`` nodes binding ``name`` in the student's cells."""
         return [p for k, p, _ in self.module.names.get(name, []) if k == "def"]
-
-    def student_bindings(self, name):
-        return self.module.names.get(name, [])

@@ -15,19 +15,24 @@ from __future__ import annotations
 import ast
 import sys
 
-from .libraries import (
+from .dangerous import (
     DYNAMIC_BUILTINS,
     DYNAMIC_MODULES,
-    FUNCTIONS,
+    FRAME_ATTRIBUTES,
     HOOK,
-    KNOWN_LIBRARIES,
     PLAIN_DUNDERS,
+    TORCH_HOOKS,
+)
+from .libraries import (
+    FUNCTIONS,
+    KNOWN_LIBRARIES,
     TAMPER_PATHS,
     private_torch,
     under,
 )
 from .program import Finding, Program, magic_call
-from .resolve import Lib, Reach, Value, text_of
+from .resolve import Reach
+from .values import Lib, Value, text_of
 
 
 def tampering(program: Program) -> list[Finding]:
@@ -65,10 +70,7 @@ class _Tampering:
                 continue
             if isinstance(node, ast.ClassDef):
                 for stmt in node.body:
-                    if isinstance(stmt, FUNCTIONS) and stmt.name in (
-                        "__torch_function__",
-                        "__torch_dispatch__",
-                    ):
+                    if isinstance(stmt, FUNCTIONS) and stmt.name in TORCH_HOOKS:
                         self.add(f"`{stmt.name}` in class {node.name}", stmt)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._import(node)
@@ -108,7 +110,7 @@ class _Tampering:
     def _attribute(self, node):
         if node.attr.startswith("__") and node.attr not in PLAIN_DUNDERS:
             self.add(f"`.{node.attr}`", node)
-        elif node.attr in _FRAME_ATTRS:
+        elif node.attr in FRAME_ATTRIBUTES:
             self.add(f"`.{node.attr}`", node)
         else:
             for value in self._values(node):
@@ -151,16 +153,3 @@ class _Tampering:
                 return
             if any(isinstance(v, Lib) for v in self._values(node.args[0])):
                 self.add(f"`{func.id}({text_of(node.args[0])}, ...)` changes a library", node)
-
-
-_FRAME_ATTRS = {
-    "f_globals",
-    "f_locals",
-    "f_back",
-    "f_builtins",
-    "f_code",
-    "gi_frame",
-    "tb_frame",
-    "cr_frame",
-    "f_trace",
-}

@@ -27,10 +27,11 @@ def cell_python(text: str) -> str | None:
 
 
 def parse(source: str) -> ast.Module | None:
-    """``source`` parsed, or None (a syntax error, or a null byte)."""
+    """``source`` parsed, or None (a syntax error, a null byte, or nesting deeper than the
+    parser or the interpreter's recursion goes)."""
     try:
         return ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 

@@ -64,10 +64,21 @@ class Finding:
         return located(self.what, Place(self.part, self.place), self.function, self.line)
 
 
-def python_source(text: str) -> ast.Module | None:
-    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
+# Cell magics nested deeper than this stay calls of ``get_ipython`` (which the rules refuse):
+# each level parses the cell's text again.
+MAGIC_NESTING = 4
+
+
+def python_source(text: str, nesting: int = 0) -> ast.Module | None:
+    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be
+    (deeper than Python's own parser or recursion goes included)."""
     tree = cell_tree(text)  # the cell's own lines
-    return _MagicCode().visit(tree) if tree is not None else None
+    if tree is None:
+        return None
+    try:
+        return _MagicCode(nesting).visit(tree)
+    except (RecursionError, MemoryError):
+        return None
 
 
 def magic_call(node):
@@ -90,6 +101,9 @@ class _MagicCode(ast.NodeTransformer):
     """``%time stmt`` and ``%%time``/``%%capture`` cells replaced by the statements they run;
     inert magics dropped (every other magic stays a call of ``get_ipython``, which is refused)."""
 
+    def __init__(self, nesting=0):
+        self.nesting = nesting
+
     def visit_Expr(self, node):
         magic = magic_call(node)
         if magic is None:
@@ -97,9 +111,9 @@ class _MagicCode(ast.NodeTransformer):
         name, text = magic
         if name in INERT_MAGICS:
             return None
-        if name not in CODE_MAGICS:
+        if name not in CODE_MAGICS or self.nesting >= MAGIC_NESTING:
             return node
-        inner = python_source(text)
+        inner = python_source(text, self.nesting + 1)
         if inner is None:
             return node
         below = node.value.func.attr == "run_cell_magic"  # its body starts on the next line
