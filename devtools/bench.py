@@ -19,7 +19,7 @@ gradebook:
 The configurations take turns for ``rounds`` rounds, in a rotated order each round, and
 each ratio is taken within a round (a virtual machine's speed drifts by 10-40 % over
 minutes), then the median of rounds. It prints seconds and CPU seconds (of its own
-processes) per submission, the three target ratios (course config / stock <= 1.0, 1 worker /
+processes it waited for) per submission, the three target ratios (course config / stock <= 1.0, 1 worker /
 course config <= 1.0, N workers / N-lane floor <= 2.0) and where the time of one submission
 goes: kernel start, the notebook's cells, the judge's checks and its requests to the
 kernel, nbgrader's own steps, the Dask task and the client's writes. It is a measurement
@@ -113,9 +113,10 @@ def _kernel_start(extra, sandboxed, fork_server=False):
 
 
 def _cpu_s():
-    """CPU seconds (user and system) of this process and of every process it has waited for:
-    the bench's own grading, whatever else the machine runs (a shared machine's load shows
-    in the wall time, not here)."""
+    """CPU seconds (user and system) of this process and of every process it has waited for,
+    whatever else the machine runs. Kernels forked from a fork server are not among them (their
+    parent is the server), so this undercounts the course's runs: read it within one
+    configuration, not across."""
     own, children = (
         resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
@@ -278,24 +279,20 @@ TARGETS = (  # (slower, faster, what, target): slower / faster <= target (issue 
 )
 
 
-def ratio_lines(walls: dict, workers: int, cpus: dict | None = None) -> list[str]:
+def ratio_lines(walls: dict, workers: int) -> list[str]:
     """The target ratios, each taken within a round (same machine state), then their median.
 
     ``walls``: configuration -> wall seconds per round, rounds in the same order, every
-    configuration over the same submissions; ``cpus`` the same in CPU seconds (their ratio is
-    printed beside: on a shared machine it is the steadier of the two)."""
+    configuration over the same submissions."""
     lines = []
     for slow, fast, what, target in TARGETS:
         per_round = [a / b for a, b in zip(walls[slow], walls[fast], strict=True)]
         ratio = statistics.median(per_round)
         rounds = ", ".join(f"{r:.2f}" for r in per_round)
         verdict = "met" if ratio <= target else "NOT met"
-        cpu = ""
-        if cpus:
-            cpu = f"; CPU {statistics.median(a / b for a, b in zip(cpus[slow], cpus[fast], strict=True)):.2f}x"
         lines.append(
             f"  {what.format(n=workers)}: {ratio:.2f}x (target <= {target}x, {verdict}; "
-            f"rounds: {rounds}{cpu})"
+            f"rounds: {rounds})"
         )
     return lines
 
@@ -330,7 +327,6 @@ def run_bench(
     )
     keys = list(configs)
     walls = {k: [] for k in keys}
-    cpus = {k: [] for k in keys}
     scores, records = {}, []
     notebooks = base / "floor"
     notebooks.mkdir(parents=True, exist_ok=True)
@@ -349,10 +345,9 @@ def run_bench(
                 )
                 records += got
             walls[key].append(clock.wall)
-            cpus[key].append(clock.cpu)
             print(clock.line(f"round {r + 1}  {configs[key][0]}", n), flush=True)
     print("ratios (each within a round, then the median of rounds):")
-    for line in ratio_lines(walls, workers, cpus):
+    for line in ratio_lines(walls, workers):
         print(line)
     same = ("course", "1w", "nw")
     differ = sorted(s for s in scores["1w"] if len({str(scores[k].get(s)) for k in same}) > 1)
