@@ -18,15 +18,16 @@ gradebook:
 
 The configurations take turns for ``rounds`` rounds, in a rotated order each round, and
 each ratio is taken within a round (a virtual machine's speed drifts by 10-40 % over
-minutes), then the median of rounds. It prints seconds and busy CPU seconds per
-submission, the three target ratios (course config / stock <= 1.2, 1 worker / course
-config <= 1.0, N workers / N-lane floor <= 1.3) and where the time of one submission
+minutes), then the median of rounds. It prints seconds and CPU seconds (of its own
+processes it waited for) per submission, the three target ratios (course config / stock <= 1.0, 1 worker /
+course config <= 1.0, N workers / N-lane floor <= 2.0) and where the time of one submission
 goes: kernel start, the notebook's cells, the judge's checks and its requests to the
 kernel, nbgrader's own steps, the Dask task and the client's writes. It is a measurement
 to read, not a test: run it on an otherwise idle machine.
 """
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -111,35 +112,30 @@ def _kernel_start(extra, sandboxed, fork_servers=None):
     return seconds
 
 
-def _cpu_busy_s():
-    """Seconds of CPU time the whole machine has spent busy (all cores, from /proc/stat)."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+def _cpu_s():
+    """CPU seconds (user and system) of this process and of every process it has waited for,
+    whatever else the machine runs. Kernels forked from a fork server are not among them (their
+    parent is the server), so this undercounts the course's runs: read it within one
+    configuration, not across."""
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 class _Clock:
-    """Wall time and machine-wide busy CPU time of a block (the machine should be otherwise idle)."""
+    """Wall time and CPU time of a block (its processes' own CPU, see :func:`_cpu_s`)."""
 
     def __enter__(self):
-        self.started, self.cpu0 = time.monotonic(), _cpu_busy_s()
+        self.started, self.cpu0 = time.monotonic(), _cpu_s()
         return self
 
     def __exit__(self, *_):
         self.wall = time.monotonic() - self.started
-        cpu1 = _cpu_busy_s()
-        self.cpu = None if cpu1 is None or self.cpu0 is None else cpu1 - self.cpu0
+        self.cpu = _cpu_s() - self.cpu0
 
     def line(self, label, n):
-        busy = ""
-        if self.cpu is not None:
-            busy = (
-                f"  (CPU {self.cpu / n:5.2f} s/submission, "
-                f"{self.cpu / self.wall:.2f} of {cores()} cores busy)"
-            )
+        busy = f"  (CPU {self.cpu / n:5.2f} s/submission, {self.cpu / self.wall:.2f} of {cores()} cores)"
         return f"  {label:60s} {self.wall / n:6.2f} s/submission{busy}"
 
 
@@ -278,14 +274,14 @@ def floor_wall(notebooks, lanes, threads):
     return time.monotonic() - started
 
 
-TARGETS = (  # (slower, faster, what, target): slower / faster <= target
-    ("course", "stock", "nbgrader autograde, the course's config / stock nbgrader", 1.2),
+TARGETS = (  # (slower, faster, what, target): slower / faster <= target (issue 33)
+    ("course", "stock", "nbgrader autograde, the course's config / stock nbgrader", 1.0),
     ("1w", "course", "attncourse grade, 1 worker / nbgrader with the course's config", 1.0),
-    ("nw", "floor", "attncourse grade, {n} workers / the {n}-lane floor", 1.3),
+    ("nw", "floor", "attncourse grade, {n} workers / the {n}-lane floor (the aim: 1.3x)", 2.0),
 )
 
 
-def ratio_lines(walls, workers):
+def ratio_lines(walls: dict, workers: int) -> list[str]:
     """The target ratios, each taken within a round (same machine state), then their median.
 
     ``walls``: configuration -> wall seconds per round, rounds in the same order, every

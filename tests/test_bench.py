@@ -29,8 +29,8 @@ def test_each_ratio_is_taken_within_a_round_then_the_median_of_rounds():
     assert (
         _ratio(lines, "attncourse grade, 2 workers / the 2-lane floor") == 1.67
     )  # 1.25, 1.67, 1.78
-    assert "target <= 1.3x, NOT met; rounds: 1.25, 1.67, 1.78" in lines[2]
-    assert "target <= 1.2x, met" in lines[0]
+    assert "target <= 2.0x, met; rounds: 1.25, 1.67, 1.78" in lines[2]
+    assert "target <= 1.0x, NOT met" in lines[0]
 
 
 def test_the_bench_grades_complete_notebooks_one_of_them_partly_wrong():

@@ -32,6 +32,7 @@ import json
 import os
 import socket
 import struct
+from collections.abc import Callable, Sequence
 
 import numpy
 import torch
@@ -317,13 +318,13 @@ def _text(obj, attr=None, limit=2000):
         return "<unprintable>"
 
 
-def make_server(namespace):
+def make_server(namespace: dict) -> Callable:
     """A request handler over ``namespace`` (the notebook's globals): (text, arrays) in,
     (text, arrays) out."""
     return _Server(namespace).serve
 
 
-def read_exact(conn, size):
+def read_exact(conn: socket.socket, size: int) -> bytearray | None:
     """``size`` bytes from the socket ``conn``, or None when the peer closed it first."""
     data = bytearray(size)
     return data if _fill(conn, memoryview(data)) else None
@@ -339,7 +340,7 @@ def _fill(conn, view):
     return True
 
 
-def write_message(conn, data, arrays=()):
+def write_message(conn: socket.socket, data: bytes, arrays: Sequence = ()) -> None:
     """Send ``data`` (bytes) and ``arrays`` as one message: its header, its bytes, then each
     array's header, shape and raw bytes (C order, little-endian: as numpy keeps them here)."""
     conn.sendall(HEADER.pack(len(data), len(arrays)) + data)
@@ -352,7 +353,7 @@ def write_message(conn, data, arrays=()):
             conn.sendall(memoryview(array.reshape(-1)).cast("B"))
 
 
-def read_message(conn, limit):
+def read_message(conn: socket.socket, limit: int) -> tuple[bytes, list] | None:
     """The next message's (bytes, arrays); None at the peer's close, at an empty message
     (the judge is done) or at a message longer than ``limit`` in all."""
     header = read_exact(conn, HEADER.size)
@@ -390,7 +391,7 @@ def _product(shape):
     return total
 
 
-def serve_connection(conn, serve, limit=MAX_REQUEST_BYTES):
+def serve_connection(conn: socket.socket, serve: Callable, limit: int = MAX_REQUEST_BYTES) -> None:
     """Answer the request messages of ``conn`` with ``serve`` until ``read_message`` says stop."""
     while (request := read_message(conn, limit)) is not None:
         text, arrays = serve(request[0].decode("utf-8"), request[1])

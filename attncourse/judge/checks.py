@@ -2,7 +2,7 @@
 
 These run in the grader's own process, never in the student's kernel. What a
 check compares is plain data the kernel returned (see :mod:`attncourse.judge`):
-fresh tensors and arrays read from ``.npy`` bytes, numbers, strings, tuples.
+fresh tensors and arrays read from raw bytes after a typed header, numbers, strings, tuples.
 Every failure raises :class:`GradingError` with a message that says what was
 expected, what came and, where it can be told, the likely mistake.
 

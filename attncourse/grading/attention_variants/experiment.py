@@ -274,7 +274,7 @@ def judge_experiment(ns, read):
     """Part 13: what the secret decides: MyMHA in the experiment's shapes at secret sizes, the
     weights through secret probes, and the rows of secret batch elements against the vanilla
     MLA recomputed in float64 from the student's data (~0.2 s a secret; reading the 130 MB of
-    the experiment is the 2-3 s of :func:`read_experiment`)."""
+    the experiment, raw bytes since the binary frame, is :func:`read_experiment`'s ~0.1 s)."""
     H, B = EXPERIMENT["H"], EXPERIMENT["B"]
     dtype = read.data["x"].dtype
     _check_experiment_mha(ns, dtype if dtype in (torch.float32, torch.float64) else F64)
