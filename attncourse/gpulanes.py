@@ -10,7 +10,9 @@ Kernels sharing a card each get a memory limit enforced outside the kernel: the 
 a CUDA MPS control daemon of its own (:func:`mps_daemon`) whose default per-client pinned
 device memory limit is that share, and the launcher gives every kernel the same limit
 (``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``) before the kernel starts. Where MPS is unavailable
-(no ``nvidia-cuda-mps-control``, or the daemon does not start), nothing outside the kernel can
+(no ``nvidia-cuda-mps-control``, or the daemon does not start), or cannot serve the kernels
+together (graded as root, each kernel runs as a fresh uid, and MPS serves one uid's clients at a
+time: kernels of another uid would wait), nothing outside the kernel can
 cap its GPU memory: the default is then one kernel per GPU (printed with the reason), and an
 explicit ``--workers`` above that is honoured with a warning that those kernels share the
 card unprotected.
@@ -79,12 +81,17 @@ def gpus_with_memory(visible: list[str]) -> list[Gpu]:
 
 
 def plan_lanes(
-    gpus: list[Gpu], requested: int | None, cores: int, kernel_mb: int, isolated: bool
+    gpus: list[Gpu],
+    requested: int | None,
+    cores: int,
+    kernel_mb: int,
+    isolated: bool,
+    why_not: str = "CUDA MPS is unavailable",
 ) -> GpuLanes:
     """Kernels per GPU: ``requested`` in all (spread evenly), else the default: per GPU the
     cores it gets, no more than its free memory holds at ``kernel_mb`` each (one per GPU where
-    the kernels cannot be ``isolated``). Raises :class:`LanesRefused` when a GPU cannot hold
-    its share."""
+    the kernels cannot be ``isolated``, for the reason ``why_not``). Raises
+    :class:`LanesRefused` when a GPU cannot hold its share."""
     if not gpus:
         raise ValueError("no GPUs to plan lanes on")
     if requested is None:
@@ -104,8 +111,8 @@ def plan_lanes(
             )
         else:
             why = (
-                f"{len(gpus)} kernel(s) at a time by default, one per GPU: CUDA MPS is "
-                "unavailable, so nothing outside a kernel could cap its GPU memory "
+                f"{len(gpus)} kernel(s) at a time by default, one per GPU: {why_not}, "
+                "so nothing outside a kernel could cap its GPU memory "
                 "(ask for more with --workers; they would share each card unprotected)"
             )
         return GpuLanes(per_gpu, kernel_mb if isolated else 0, why)
@@ -124,7 +131,7 @@ def plan_lanes(
     why = f"{requested} kernels at a time, as asked, over {len(per_gpu)} GPU(s)"
     if not isolated and any(n > 1 for n in per_gpu.values()):
         why += (
-            "; WARNING: CUDA MPS is unavailable, so kernels sharing a GPU have no memory "
+            f"; WARNING: {why_not}, so kernels sharing a GPU have no memory "
             "limit each: one can take the card's memory from its neighbours"
         )
     return GpuLanes(per_gpu, kernel_mb if isolated else 0, why)

@@ -350,9 +350,20 @@ def gpu_lanes(config: Any, settings: CourseGrading, gpus: list, workers: int | N
     ``c.SandboxKernelManager.gpu_memory_mb`` per kernel. Raises ``LanesRefused``."""
     from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
-    kernel_mb = SandboxKernelManager(config=config).gpu_memory_mb
+    manager = SandboxKernelManager(config=config)
     requested = workers or (settings.kernels_per_gpu * len(gpus) or None)
-    return plan_lanes(gpus, requested, cores(), kernel_mb, isolated=mps_available())
+    if not mps_available():
+        why_not = "CUDA MPS is unavailable"
+    elif os.geteuid() == 0 and manager.drop_privileges:
+        # MPS serves one uid's clients at a time: kernels of fresh uids would wait in turn
+        why_not = (
+            "graded as root, each kernel runs as a fresh uid, which one MPS server cannot share"
+        )
+    else:
+        why_not = ""
+    return plan_lanes(
+        gpus, requested, cores(), manager.gpu_memory_mb, isolated=not why_not, why_not=why_not
+    )
 
 
 def merged_rows(previous_summary: Path, rows: list[dict]) -> list[dict]:

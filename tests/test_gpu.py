@@ -177,7 +177,8 @@ def test_a_kernel_taking_all_gpu_memory_leaves_its_neighbour_unchanged(monkeypat
         if pipe is None:
             pytest.skip("no CUDA MPS here: kernels sharing a card have no limit each (README)")
         monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", pipe)
-        traits = {"fork_server": True, "gpu_memory_mb": share}
+        # one uid for all (as an ordinary user grades): MPS serves one uid's kernels at a time
+        traits = {"fork_server": True, "gpu_memory_mb": share, "drop_privileges": False}
         with sandboxed_kernel(**traits) as (_, _, alone):
             control = _printed(alone, HONEST)
         with sandboxed_kernel(**traits) as (_, greedy_km, greedy):

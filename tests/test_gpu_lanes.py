@@ -26,10 +26,21 @@ def test_the_default_is_the_cores_per_gpu_within_free_memory():
     assert few_cores.total == 10
 
 
-def test_the_default_is_one_kernel_per_gpu_where_mps_cannot_isolate_them():
+def test_the_default_is_one_kernel_per_gpu_where_mps_cannot_isolate_them(monkeypatch):
     lanes = plan_lanes([H100, BUSY], None, cores=16, kernel_mb=4096, isolated=False)
     assert lanes.per_gpu == {"0": 1, "1": 1} and lanes.kernel_mb == 0
     assert "MPS is unavailable" in lanes.why
+    # graded as root, each kernel is a fresh uid: one MPS server cannot serve them together
+    from traitlets.config import Config
+
+    monkeypatch.setattr(pipeline, "mps_available", lambda: True)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    as_root = pipeline.gpu_lanes(Config(), CourseGrading(), [H100], None)
+    assert as_root.per_gpu == {"0": 1} and "fresh uid" in as_root.why
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(pipeline, "cores", lambda: 16)
+    as_user = pipeline.gpu_lanes(Config(), CourseGrading(), [H100], None)
+    assert as_user.kernel_mb == 4096 and as_user.per_gpu == {"0": 16}
 
 
 def test_workers_asked_for_are_spread_over_the_gpus_and_honoured():
@@ -81,6 +92,7 @@ def test_kernels_per_gpu_is_read_when_no_workers_are_asked_for(monkeypatch):
     from traitlets.config import Config
 
     monkeypatch.setattr(pipeline, "mps_available", lambda: True)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     config = Config({"CourseGrading": {"kernels_per_gpu": 3}})
     lanes = pipeline.gpu_lanes(config, CourseGrading(config=config), [H100, H100_B], None)
     assert lanes.per_gpu == {"0": 3, "2": 3}
