@@ -37,6 +37,10 @@ SHIPPED = (
     "recordable",
     "rulebook",
     "history",
+    "footprint",
+    "tiling",
+    "agent",
+    "tilecheck",
 )
 HEADER = "# Generated from the course's judge by the release build: do not edit.\n"
 INIT = '''"""The rules of this notebook's parts, proved on your own code as you ran it.
@@ -51,8 +55,9 @@ import sys
 from .book import BOOK
 from .history import RuleBroken
 from .history import check_rules as _check_rules
+from .tilecheck import check_tiles
 
-__all__ = ["RuleBroken", "check_rules"]
+__all__ = ["RuleBroken", "check_rules", "check_tiles"]
 
 
 def check_rules(grade_id):
