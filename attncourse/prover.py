@@ -21,7 +21,7 @@ from nbformat.notebooknode import NotebookNode
 from attncourse import pointing
 from attncourse.cells import CodeCell, grade_id, is_answer, is_test_cell
 from attncourse.course import ROOT, assignments, notebook_path
-from attncourse.judge import verdict
+from attncourse.judge import agent, verdict
 from attncourse.judge.checks import GradingError, fail
 from attncourse.judge.history import Book, check_rules, defined_names, digest
 from attncourse.parts import cell_parts
@@ -39,7 +39,6 @@ SHIPPED = (
     "history",
     "footprint",
     "tiling",
-    "agent",
     "tilecheck",
 )
 HEADER = "# Generated from the course's judge by the release build: do not edit.\n"
@@ -169,6 +168,14 @@ def prover_files(assignment: str, root=ROOT) -> dict[str, str]:
         + inspect.getsource(fail)
     )
     files["pointing.py"] = HEADER + Path(pointing.__file__).read_text()
+    files["agent.py"] = (
+        f'{HEADER}"""The kernel agent\'s footprint recorder, as the grader records."""\n\n'
+        "import numpy\nimport torch\nfrom torch.utils._python_dispatch import TorchDispatchMode\n\n"
+        f"MAX_OPS = {agent.MAX_OPS}\nMAX_NAMES = {agent.MAX_NAMES}\n\n\n"
+        + inspect.getsource(agent.Recorder)
+        + "\n\n"
+        + inspect.getsource(agent._shapes)
+    )
     files["cells.py"] = (
         f'{HEADER}"""A code cell as the rules read it."""\n\nfrom dataclasses import dataclass\n\n\n'
         + inspect.getsource(CodeCell)

@@ -246,17 +246,22 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
     files = prover_files(assignment)
     assert set(files) == {
         "__init__.py",
+        "agent.py",
         "book.py",
         "cells.py",
         "failure.py",
+        "footprint.py",
         "history.py",
         "libraries.py",
         "pointing.py",
         "program.py",
+        "recordable.py",
         "resolve.py",
         "rules.py",
         "rulebook.py",
         "tampering.py",
+        "tilecheck.py",
+        "tiling.py",
     }
     for name, text in files.items():
         assert "attncourse" not in text, name
@@ -270,6 +275,9 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
 
 ALLOWED_IMPORTS = {
     "ast",
+    "inspect",
+    "math",
+    "random",
     "builtins",
     "dataclasses",
     "functools",
