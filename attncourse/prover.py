@@ -23,7 +23,7 @@ from nbformat.notebooknode import NotebookNode
 from attncourse import pointing
 from attncourse.cells import CodeCell, grade_id, is_answer, is_test_cell
 from attncourse.course import ROOT, assignments, notebook_path
-from attncourse.judge import verdict
+from attncourse.judge import agent, verdict
 from attncourse.judge.checks import GradingError, fail
 from attncourse.judge.history import Book, check_rules, defined_names, digest
 from attncourse.parts import cell_parts
@@ -44,6 +44,9 @@ SHIPPED = (
     "recordable",
     "rulebook",
     "history",
+    "footprint",
+    "tiling",
+    "tilecheck",
 )
 # The modules beside the judge they import, shipped as they are (imports made relative).
 BESIDE = ("dangerous", "ipythoncode", "pointing")
@@ -60,8 +63,9 @@ import sys
 from .book import BOOK
 from .history import RuleBroken
 from .history import check_rules as _check_rules
+from .tilecheck import check_tiles
 
-__all__ = ["RuleBroken", "check_rules"]
+__all__ = ["RuleBroken", "check_rules", "check_tiles"]
 
 
 def check_rules(grade_id):
@@ -173,6 +177,14 @@ def prover_files(assignment: str, root=ROOT) -> dict[str, str]:
     )
     package = Path(pointing.__file__).parent
     files |= {f"{name}.py": _relative((package / f"{name}.py").read_text()) for name in BESIDE}
+    files["agent.py"] = (
+        f'{HEADER}"""The kernel agent\'s footprint recorder, as the grader records."""\n\n'
+        "import numpy\nimport torch\nfrom torch.utils._python_dispatch import TorchDispatchMode\n\n"
+        f"MAX_OPS = {agent.MAX_OPS}\nMAX_NAMES = {agent.MAX_NAMES}\n\n\n"
+        + inspect.getsource(agent.Recorder)
+        + "\n\n"
+        + inspect.getsource(agent._shapes)
+    )
     files["cells.py"] = (
         f'{HEADER}"""A code cell as the rules read it."""\n\nfrom dataclasses import dataclass\n\n\n'
         + inspect.getsource(CodeCell)

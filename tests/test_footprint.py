@@ -123,3 +123,14 @@ def test_a_reply_that_is_not_a_record_is_a_kernel_fault():
 
     with pytest.raises(KernelFault, match="footprint"):
         Remote(Session(Forged()), 0, "f", "f", True).call(footprint=True)
+
+
+def test_the_students_visible_check_uses_the_same_record_and_verdict():
+    from attncourse.judge.tilecheck import check_tiles
+
+    honest, wrong = {}, {}
+    exec(FIRST + HONEST["matmul"], honest)
+    exec(FIRST + MISTAKES["blocks above the diagonal computed and masked"][0], wrong)
+    check_tiles(honest["flash_forward"])
+    with pytest.raises(AssertionError, match="above the diagonal"):
+        check_tiles(wrong["flash_forward"])

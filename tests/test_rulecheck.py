@@ -246,18 +246,20 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
     files = prover_files(assignment)
     assert set(files) == {
         "__init__.py",
+        "agent.py",
         "book.py",
         "callgraph.py",
         "calls.py",
         "cells.py",
         "dangerous.py",
         "failure.py",
+        "footprint.py",
         "history.py",
         "ipythoncode.py",
         "libraries.py",
         "pointing.py",
-        "recordable.py",
         "program.py",
+        "recordable.py",
         "resolve.py",
         "rules.py",
         "rulebook.py",
@@ -265,6 +267,8 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
         "tampering.py",
         "values.py",
         "walk.py",
+        "tilecheck.py",
+        "tiling.py",
     }
     for name, text in files.items():
         assert "attncourse" not in text, name
@@ -278,6 +282,9 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
 
 ALLOWED_IMPORTS = {
     "ast",
+    "inspect",
+    "math",
+    "random",
     "builtins",
     "dataclasses",
     "functools",

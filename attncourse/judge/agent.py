@@ -109,7 +109,7 @@ def _array(value, lib, frames):
 class Recorder(TorchDispatchMode):
     """Names and shapes of the tensor operations dispatched while it is entered: per
     operation its name's index in ``names``, its input and output counts, then each shape's
-    ndim and dims, in the flat list ``codes`` (see ``attncourse.judge.footprint.from_wire``)."""
+    ndim and dims, in the flat list ``codes`` (read by ``footprint.from_wire`` in the judge)."""
 
     def __init__(self):
         super().__init__()
