@@ -11,8 +11,9 @@ import sys
 from .book import BOOK
 from .history import RuleBroken
 from .history import check_rules as _check_rules
+from .tilecheck import check_tiles
 
-__all__ = ["RuleBroken", "check_rules"]
+__all__ = ["RuleBroken", "check_rules", "check_tiles"]
 
 
 def check_rules(grade_id):
