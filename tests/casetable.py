@@ -197,6 +197,12 @@ class Table:
                 tests -= set(readers)
         return answers, tests
 
+    def runs_stubbed_cell(self, case):
+        """True when ``case`` in process runs a cell IN_PROCESS_STUBS would stub (its own
+        answer there, or a test that reads it among those it must lose): the costly runs."""
+        answers, _ = self.in_process(case)
+        return any(answers.get(cell) != stub for cell, (stub, _) in self.in_process_stubs.items())
+
     def judge(self, case, tests=None, secret=None):
         """{test: None or the failure message} of ``case`` judged in this process."""
         answers, tests = self.in_process(case, tests)

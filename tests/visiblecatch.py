@@ -141,11 +141,11 @@ def _failure(error):
     return f"{type(error).__name__}: {error}"
 
 
-def _run(cells, namespace, start, answers):
-    """Run ``cells[start:]`` in ``namespace``; {test cell: None or its failure}."""
+def _run(cells, namespace, start, answers, stop=None):
+    """Run ``cells[start:stop]`` in ``namespace``; {test cell: None or its failure}."""
     verdicts = {}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        for cell in cells[start:]:
+        for cell in cells[start:stop]:
             source = answers.get(cell.grade_id, cell.source)
             namespace["In"].append(source if source.endswith("\n") else source + "\n")
             try:
@@ -192,9 +192,14 @@ def _solution_run(assignment):
 
 
 def visible_verdicts(
-    assignment: str, answers: dict[str, str], shortcut: bool = True
+    assignment: str,
+    answers: dict[str, str],
+    shortcut: bool = True,
+    until: frozenset[str] | None = None,
 ) -> dict[str, str | None]:
-    """{visible test cell: None if it passed, else its failure} of the solution with ``answers``."""
+    """{visible test cell: None if it passed, else its failure} of the solution with ``answers``;
+    with ``until`` (test cells), the run stops after the last of them: the cells below cannot
+    change a verdict above them, so only theirs are left out."""
     table = load(assignment)
     answers = {cell: table.for_student(src, EXAMPLE_STUDENT) for cell, src in answers.items()}
     run = _solution_run(assignment)
@@ -218,8 +223,11 @@ def visible_verdicts(
         start = 0
         namespace = {}
         _fresh(namespace)
+    stop = None
+    if until is not None:
+        stop = 1 + max((i for i, c in enumerate(run.cells) if c.grade_id in until), default=-1)
     verdicts = {c.grade_id: run.verdicts[c.grade_id] for c in run.cells[:start] if c.test}
-    verdicts.update(_run(run.cells, namespace, start, answers))
+    verdicts.update(_run(run.cells, namespace, start, answers, stop))
     return verdicts
 
 
@@ -240,9 +248,22 @@ def parts(assignment: str) -> dict[str, str]:
     return {gid: p.part for gid, p in cell_parts(nb).items()}
 
 
-def case_verdicts(table, case) -> dict[str, str | None]:
-    """{visible test cell: None or its failure} of ``case``; a test cell the table's in-process
-    stubs leave out (it reads a stubbed cell) is not reported."""
+def deciding_tests(table, case) -> frozenset[str] | None:
+    """The visible test cells :func:`missed_parts` reads for a wrong ``case`` (those of the
+    parts where its mistake is made, or of the parts it loses); None (every cell) for a
+    correct case, which must fail none."""
+    if case.correct:
+        return None
+    label = parts(table.assignment)
+    losing = {label[test] for test in case.fails}
+    own = {label[cell] for cell in case.answers} & losing
+    return frozenset(test for test in table.tests if label[test] in (own or losing))
+
+
+def case_verdicts(table, case, until=None) -> dict[str, str | None]:
+    """{visible test cell: None or its failure} of ``case`` (up to the last cell of ``until``,
+    when given); a test cell the table's in-process stubs leave out (it reads a stubbed cell)
+    is not reported."""
     answers, _ = table.in_process(case, case.fails)
     stubbed = {
         test
@@ -250,7 +271,7 @@ def case_verdicts(table, case) -> dict[str, str | None]:
         if answers.get(cell) == stub and cell not in case.answers
         for test in readers
     }
-    verdicts = visible_verdicts(table.assignment, answers)
+    verdicts = visible_verdicts(table.assignment, answers, until=until)
     return {test: error for test, error in verdicts.items() if test not in stubbed}
 
 
