@@ -143,7 +143,7 @@ def moves() -> tuple[dict[str, str], list[str]]:
     return placed, unplaced
 
 
-# Mentions of an assignment's files by pattern: ``tests/cases_<a>.py`` and the like.
+# Mentions of an assignment's files by pattern: ``tests/grading/<a>/cases_<a>.py`` and the like.
 GENERIC = re.compile(r"(?<![\w/])tests/(cases|margins|labruns|test)_<(\w+)>")
 
 

@@ -8,7 +8,7 @@ no visible check of their part can catch, and the test fails when one is caught,
 stays honest. Rule cases (every hidden failure a rule's) are caught by the rule cells' visible
 ``check_rules``: the judge's own proof, run on the cells as the student ran them.
 Cases that tamper with the kernel (``alone``) run only in the autograded tables.
-``python tests/visible_rates.py`` prints the catch rates.
+``python tests/helpers/visible_rates.py`` prints the catch rates.
 """
 
 import pytest

@@ -1,6 +1,6 @@
 """The case tables of every assignment, found by convention, and the one toolkit that runs them.
 
-An assignment's table is ``tests/cases_<assignment>.py``. It holds ``CASES`` (:class:`Case`
+An assignment's table is ``tests/grading/<assignment>/cases_<assignment>.py``. It holds ``CASES`` (:class:`Case`
 rows) and ``GROUPS`` ({group: (answer cells, test cells)}), and may set (defaults in
 :class:`Table`):
 
@@ -34,8 +34,10 @@ import functools
 import importlib
 import io
 import pkgutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 from cellrun import run_cell
@@ -214,10 +216,21 @@ class Table:
         return run_under_secrets(self.assignment, answers, tests, secrets)
 
 
+GRADING = Path(__file__).resolve().parents[1] / "grading"
+
+
+def table_module(assignment):
+    """The module ``cases_<assignment>`` of ``tests/grading/<assignment>/``."""
+    folder = str(GRADING / assignment)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(f"cases_{assignment}")
+
+
 @functools.cache
 def load(assignment):
     """The case table of ``assignment``: module ``cases_<assignment>`` with its settings."""
-    module = importlib.import_module(f"cases_{assignment}")
+    module = table_module(assignment)
     settings = {
         "display_only": frozenset(getattr(module, "DISPLAY_ONLY", ())),
         "depends": getattr(module, "DEPENDS", {}),

@@ -24,7 +24,7 @@ submission's. Functions defined above keep that same dict as their globals, so t
 submission's names as they would in a full run. Objects deep copies cannot copy (modules,
 generators) are shared, and the torch defaults a cell can switch (dtype, grad mode) are reset.
 ``shortcut=False`` runs every cell from a fresh namespace under the same seed;
-``tests/test_visible_checks.py`` checks both give the same verdicts.
+``tests/grading/test_visible_checks.py`` checks both give the same verdicts.
 
 For a case table's rows: :func:`case_verdicts` (a case's visible verdicts, its table's
 in-process stubs applied), :func:`missed_parts` (where its mistake is made and no visible check
@@ -36,7 +36,6 @@ fails), :func:`rule_case` (every hidden failure a rule's). A table may set ``VIS
 import contextlib
 import copy
 import functools
-import importlib
 import io
 import random
 import re
@@ -50,7 +49,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from casetable import load  # noqa: E402
+from casetable import load, table_module  # noqa: E402
 from cellrun import run_cell  # noqa: E402
 
 from attncourse.cells import grade_id, is_answer, is_test_cell  # noqa: E402
@@ -233,12 +232,12 @@ def visible_verdicts(
 
 def visible_exceptions(assignment: str) -> dict[str, str]:
     """The table's ``VISIBLE_EXCEPTIONS``: case id -> why no visible check of its part catches it."""
-    return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_EXCEPTIONS", {})
+    return getattr(table_module(assignment), "VISIBLE_EXCEPTIONS", {})
 
 
 def visible_messages(assignment: str) -> dict[str, tuple[str, str]]:
     """The table's ``VISIBLE_MESSAGES``: case id -> (visible test cell, words its message holds)."""
-    return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_MESSAGES", {})
+    return getattr(table_module(assignment), "VISIBLE_MESSAGES", {})
 
 
 @functools.cache
