@@ -40,7 +40,7 @@ demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedb
 	$(BIN)/attncourse demo $(AT)
 
 test: venv $(PROXY)  ## the whole pytest suite (but the secrets tests: make accept-secrets)
-	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25 -m "not secrets"
+	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=20 -m "not secrets"
 
 test-fast: venv  ## in parallel, no kernel started: no autograde run, sandbox or browser
 	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow and not browser and not kernel and not secrets"

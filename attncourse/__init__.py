@@ -3,7 +3,7 @@
 Nothing here is shipped to students, and no development tool lives here (``devtools/``: demo,
 bench, the autograde of test submissions). Hidden tests run in the grader's process (the judge);
 a kernel sees only the sandbox's kernel side (``attncourse.sandbox.KERNEL_MODULES``).
-Imports point down this map, never up (``tests/test_structure.py``).
+Imports point down this map, never up (``tests/unit/test_structure.py``).
 
 Command line and commands
     ``cli``           ``attncourse <command>``, which the Makefile calls

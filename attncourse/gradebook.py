@@ -154,5 +154,5 @@ def save_autograde_results(gb, assignment, student, results, late_penalty):
 
 def bounded_penalty(penalty, score):
     """A late penalty kept within [0, score], as nbgrader's ``AssignLatePenalties`` keeps it
-    (it has no public function for this; ``tests/test_pipeline_gradebook.py`` compares)."""
+    (it has no public function for this; ``tests/pipeline/test_pipeline_gradebook.py`` compares)."""
     return 0 if penalty < 0 else min(penalty, score)

@@ -4,7 +4,7 @@ Every ``attncourse.grading.<assignment>`` has the same shape, so a fifth is writ
 reading one of the four:
 
 * ``tolerances`` — each threshold with the error bound it comes from and the margins measured
-  by ``tests/margins_<assignment>.py`` (the worst correct answer, the nearest mistake);
+  by ``tests/grading/<assignment>/margins_<assignment>.py`` (the worst correct answer, the nearest mistake);
 * ``references`` — the float64 references and the secret inputs they are computed on, with
   the named mistakes: a reference that can make one takes ``variant``, a frozen dataclass that
   is the task's at its defaults (:func:`attncourse.judge.checks.named_mistakes`);
@@ -17,5 +17,5 @@ A check takes the judge's view of the student's notebook
 compares with the references within the tolerances and fails with a message that names the
 mistake. What several assignments share (answer lookup, the attribute check, the
 single-thread rule, the mistake convention) lives in :mod:`attncourse.judge.checks`. Nothing
-here is ever loaded in a kernel (``tests/test_structure.py`` checks the shape).
+here is ever loaded in a kernel (``tests/unit/test_structure.py`` checks the shape).
 """

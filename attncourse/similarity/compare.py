@@ -38,10 +38,10 @@ from attncourse.similarity.fingerprint import (
 from attncourse.similarity.rarity import weights
 
 # Calibrated on classes where independent students converge on one idiom
-# (tests/similarity_classes.py measures it again; tests/test_similarity.py checks it): the
-# held-out pool (tests/similarity_pool.py: 7-9 independent answers to each of the four
+# (tests/helpers/similarity_classes.py measures it again; tests/unit/test_similarity.py checks it): the
+# held-out pool (tests/helpers/similarity_pool.py: 7-9 independent answers to each of the four
 # coding parts of attention_variants, many in torch.einsum, and the solution), each class
-# with disguised copies (tests/disguise.py, all disguises at once). Independent pairs ×
+# with disguised copies (tests/helpers/disguise.py, all disguises at once). Independent pairs ×
 # parts flagged, and copies flagged, before (no discount, 0.6 and 12 fingerprints) -> now:
 # - classes of five (every 4 pool students and a copy of one): 1100 of 11424 (9.6%) -> 93
 #   (0.8%); copies 1904 of 1904 -> 1899 (99.7%). The 93 are p13 and p5 pairs whose answers

@@ -23,7 +23,7 @@ from .lab import (
 from .simulation import check_lab_noise_sweep, check_sample_keys, check_simulated_outputs
 
 # grade_id of each test cell -> the check the judge runs for it
-# (tests/test_assignments.py: exactly the test cells of the source notebook)
+# (tests/grading/test_assignments.py: exactly the test cells of the source notebook)
 CHECKS = {
     "c_query_for_average": check_query_for_average,
     "d_recovery_matrix": check_recovery_matrix,

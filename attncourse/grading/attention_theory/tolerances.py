@@ -1,5 +1,5 @@
 """Thresholds of ``attention_theory``'s checks, each with the error bound it comes from and the
-margins measured by ``tests/margins_attention_theory.py``; the statistical ones hold for every
+margins measured by ``tests/grading/attention_theory/margins_attention_theory.py``; the statistical ones hold for every
 secret with overwhelming probability. Every statistical threshold is compared through
 :func:`beyond`, so the margins script can record each comparison.
 """
@@ -9,7 +9,7 @@ import math
 # (c): weights within 1e-3 of (1/2, 1/2, 0, ...) in total variation, as the question states
 # (the text's own threshold, so its 47x to the nearest mistake stays: beta = 3 at n = 4 is
 # wrong by the text's words). beta = log(1e4 n), a query correct by the text, is at 4.2e-5.
-# Measured (tests/margins_attention_theory.py; the solution over 200 secrets, every case over
+# Measured (tests/grading/attention_theory/margins_attention_theory.py; the solution over 200 secrets, every case over
 # 20): correct answers (beta = 20 .. 1e4, shifted by sum(K) or by a vector off the keys) <=
 # 1.1e-8 (the solution, beta = 20, n = 12); the closest mistake (beta = 3, at n = 4) >= 0.047,
 # then beta = 1 at >= 0.27. 1e-3 is 1e5x above the one and 47x below the other.
@@ -106,7 +106,7 @@ def beyond(value, limit):
     """True when a measured ``value`` exceeds its ``limit`` (NaN does).
 
     Every statistical threshold of this assignment is compared here, so
-    ``tests/margins_attention_theory.py`` can record each comparison.
+    ``tests/grading/attention_theory/margins_attention_theory.py`` can record each comparison.
     """
     return not value <= limit
 

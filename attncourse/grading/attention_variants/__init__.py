@@ -42,7 +42,7 @@ from .shapes import (
 )
 
 # grade_id of each test cell -> the check the judge runs for it (one per test cell of the
-# source notebook, as tests/test_assignments.py checks)
+# source notebook, as tests/grading/test_assignments.py checks)
 CHECKS = {
     "p1_head_shapes_test": check_head_shapes,
     "p2_stacked_shapes_test": check_stacked_shapes,

@@ -1,5 +1,5 @@
 """Thresholds of ``attention_variants``' checks, each with the error bound it comes from and the
-margins measured by ``tests/margins_attention_variants.py`` (the worst correct answer, the
+margins measured by ``tests/grading/attention_variants/margins_attention_variants.py`` (the worst correct answer, the
 nearest mistake). They hold on the CPU and on CUDA (TF32 off).
 
 What the text allows (issue 22): no part asks for a precision, so float32 constants (a scale
@@ -58,7 +58,7 @@ RECONSTRUCTION_TOL = 1e-4
 #   per-row allowance for what float32 rounding of the logits can move: ROUNDING_ETA).
 # The judge never requires the course's data: it recomputes from whatever data the
 # notebook holds, so the same answer on the original's saturating data also passes.
-# All measured by tests/margins_attention_variants.py --experiment --rounding --secrets 2
+# All measured by tests/grading/attention_variants/margins_attention_variants.py --experiment --rounding --secrets 2
 # (CPU, float32; the course's scaled data, the original's randn data, a float64 run), and
 # every correct alternative that reaches the experiment keeps its points under 100 secrets
 # (make accept-secrets).

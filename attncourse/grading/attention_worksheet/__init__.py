@@ -17,7 +17,7 @@ from .shapes import check_q1_shapes
 from .slots import check_q2_slots
 from .toy import check_q3_linear_bridge, check_q3_toy_output, check_q3_toy_qkv
 
-# grade_id of each test cell -> the check the judge runs for it (tests/test_judge.py: one each)
+# grade_id of each test cell -> the check the judge runs for it (tests/unit/test_judge.py: one each)
 CHECKS = {
     "q1a_projection_weight_shapes": partial(check_q1_shapes, part="q1a"),
     "q1b_activation_shapes": partial(check_q1_shapes, part="q1b"),

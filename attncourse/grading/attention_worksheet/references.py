@@ -24,7 +24,7 @@ def matrix64(rows):
 
 # ---------------------------------------------------------------- each student's own numbers
 # ``worksheet_instance`` is also the body of the notebook's provided cell ``student_instance``
-# (the student runs it on their id; ``tests/test_instances.py`` keeps the two the same). The
+# (the student runs it on their id; ``tests/grading/test_instances.py`` keeps the two the same). The
 # judge draws the instance of the id nbgrader grades the submission under (``ns.student``),
 # never of an id the notebook names.
 #

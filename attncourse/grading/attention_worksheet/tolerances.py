@@ -1,5 +1,5 @@
 """Thresholds of ``attention_worksheet``'s checks, each with the error bound it comes from and the
-margins measured over 500 secrets by ``tests/margins_attention_worksheet.py``.
+margins measured over 500 secrets by ``tests/grading/attention_worksheet/margins_attention_worksheet.py``.
 """
 
 # Q3(a), Q5: integer answers, typed or computed, are exact (integer products are exact in

@@ -1,10 +1,10 @@
 """Thresholds of ``mla_inference``'s checks, each with the error bound it comes from and the
-margins measured by ``tests/margins_mla_inference.py`` (the worst correct answer, the closest
+margins measured by ``tests/grading/mla_inference/margins_mla_inference.py`` (the worst correct answer, the closest
 named mistake).
 """
 
 # Thresholds (relative error, float64), with the margins measured by
-# tests/margins_mla_inference.py: every correct case over 100 secrets, every case of Parts 1-3
+# tests/grading/mla_inference/margins_mla_inference.py: every correct case over 100 secrets, every case of Parts 1-3
 # over 20 (75 cases; no wrong verdict in either run).
 #
 # rope on float64 x, the angles in float64 as the text demands. Bound: angles t * theta_i up to

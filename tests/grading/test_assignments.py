@@ -2,9 +2,9 @@
 case table and reject every named mistake, in process and through ``nbgrader autograde``.
 
 An assignment is ``source/<a>/<a>.ipynb``, its checks ``attncourse/grading/<a>/`` (``CHECKS``),
-its case table ``tests/cases_<a>.py`` and its ``release/<a>/`` from ``make release``; the
+its case table ``tests/grading/<a>/cases_<a>.py`` and its ``release/<a>/`` from ``make release``; the
 first test finds all four for every assignment under ``source/``. The toolkit is
-``casetable``; what is specific to one assignment stays in ``tests/test_<a>.py``.
+``casetable``; what is specific to one assignment stays in ``tests/grading/<a>/test_<a>.py``.
 
 Two layers over each table:
 
@@ -40,7 +40,7 @@ from attncourse.judge import verdict
 
 HERE = Path(__file__).parent
 ASSIGNMENTS = assignments()
-TABLES = {a: load(a) for a in ASSIGNMENTS if (HERE / f"cases_{a}.py").exists()}
+TABLES = {a: load(a) for a in ASSIGNMENTS if (HERE / a / f"cases_{a}.py").exists()}
 
 
 def slow(assignment):
@@ -52,13 +52,19 @@ def slow(assignment):
 
 def cases(in_process):
     """(assignment, case) params over every table: the cases that may run in process, or all
-    of them for the slow layer."""
+    of them for the slow layer. In process, a case that runs a cell the table stubs (Part 13's
+    experiment at the task's size: about 4 s of CPU a case) is slow: make test judges it,
+    make test-fast does not."""
     params = []
     for a, table in TABLES.items():
-        marks = () if in_process else slow(a).marks
         for case in table.cases:
-            if not (in_process and case.alone):
-                params.append(pytest.param(a, case, id=f"{a}:{case.id}", marks=marks))
+            if not in_process:
+                marks = slow(a).marks
+            elif case.alone:
+                continue
+            else:
+                marks = (pytest.mark.slow,) if table.runs_stubbed_cell(case) else ()
+            params.append(pytest.param(a, case, id=f"{a}:{case.id}", marks=marks))
     return params
 
 
@@ -70,7 +76,8 @@ def test_assignment_is_found_by_convention(assignment):
     """source notebook + grading package + case table + release: nothing else to register."""
     assert notebook_path(ROOT, "source", assignment).exists()
     assert isinstance(verdict.checks_of(assignment), dict), f"attncourse/grading/{assignment}/"
-    assert (HERE / f"cases_{assignment}.py").exists(), f"no case table tests/cases_{assignment}.py"
+    case_table = HERE / assignment / f"cases_{assignment}.py"
+    assert case_table.exists(), f"no case table {case_table.relative_to(ROOT)}"
     assert notebook_path(ROOT, "release", assignment).exists(), "run make release"
 
 
@@ -82,9 +89,11 @@ def test_every_grading_module_and_case_table_belongs_to_an_assignment():
     packages = {p.parent.name for p in grading.glob("*/__init__.py")}
     assert {p.name for p in grading.glob("*.py")} == {"__init__.py"}, "grading/ holds packages"
     assert packages - set(ASSIGNMENTS) == set(), "grading packages without source/<a>/"
-    tables = {p.stem.removeprefix("cases_") for p in HERE.glob("cases_*.py")}
+    tables = {p.stem.removeprefix("cases_") for p in HERE.glob("*/cases_*.py")}
     assert tables - set(ASSIGNMENTS) == set(), "case tables without source/<a>/"
-    margins = {p.stem.removeprefix("margins_") for p in HERE.glob("margins_*.py")}
+    margins = {p.stem.removeprefix("margins_") for p in HERE.glob("*/margins_*.py")}
+    folders = {p.name for p in HERE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - set(ASSIGNMENTS) == set(), "tests/grading/ folders without source/<a>/"
     assert margins - set(ASSIGNMENTS) == set(), "margin scripts without source/<a>/"
 
 

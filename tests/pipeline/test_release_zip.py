@@ -32,7 +32,7 @@ def test_zip_holds_exactly_the_committed_release(assignment, tmp_path):
 @pytest.mark.parametrize("assignment", [a for a in assignments() if has_rules(a)])
 def test_zip_ships_the_generated_rule_prover_and_nothing_of_the_grading(assignment, tmp_path):
     """The zip's coursecheck/ is exactly the generated prover (no grading module, reference,
-    tolerance or secret: tests/test_rulecheck.py proves that of the generated files)."""
+    tolerance or secret: tests/grading/test_rulecheck.py proves that of the generated files)."""
     with zipfile.ZipFile(release_zip(assignment, ROOT, tmp_path)) as zf:
         shipped = {
             name.split("/")[-1]: zf.read(name).decode()

@@ -242,7 +242,7 @@ def test_the_package_docstring_maps_every_module():
 def _python_files():
     yield from SOURCES.values()
     yield from sorted((ROOT / "devtools").glob("*.py"))
-    yield from sorted((ROOT / "tests").glob("*.py"))
+    yield from sorted((ROOT / "tests").rglob("*.py"))
     yield from sorted((ROOT / "demo").glob("*.py"))
     yield ROOT / "nbgrader_config.py"
 
@@ -469,11 +469,11 @@ def test_no_test_module_imports_another():
     """Helpers the tests share live in helper modules (``casetable``, ``sandboxkit``,
     ``toy_course``, ...) and fixtures in ``conftest.py``: importing a test module would run
     its module-level setup and collect its tests twice."""
-    tests = {p.stem for p in (ROOT / "tests").glob("test_*.py")}
+    tests = {p.stem for p in (ROOT / "tests").rglob("test_*.py")}
     # Read as text, so code a test hands a kernel or a subprocess as a string counts too.
     found = [
         f"{path.name} imports {name}"
-        for path in sorted((ROOT / "tests").glob("*.py"))
+        for path in sorted((ROOT / "tests").rglob("*.py"))
         for name in re.findall(r"^\s*(?:from|import) (test_\w+)", path.read_text(), re.M)
         if name in tests
     ]
@@ -485,7 +485,7 @@ def test_fixtures_are_found_not_imported():
     (which needs ``noqa: F401``, the import being unused to ruff) is how it was not."""
     imported = [
         f"{path.name}:{number}"
-        for path in sorted((ROOT / "tests").glob("*.py"))
+        for path in sorted((ROOT / "tests").rglob("*.py"))
         if path.name != "test_structure.py"  # which names the marker
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if "noqa: F401" in line

@@ -1,6 +1,6 @@
 """Print each assignment's visible catch rate over its case table.
 
-``.venv/bin/python tests/visible_rates.py [assignment ...]``: per assignment, the wrong cases
+``.venv/bin/python tests/helpers/visible_rates.py [assignment ...]``: per assignment, the wrong cases
 caught at every part where they lose hidden points (with and without the rule cases that
 await visible rule checks), the correct cases a visible check flags, the misses, the
 exceptions and the cases left to the autograded tables (``alone``).

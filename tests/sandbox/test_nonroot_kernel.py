@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.kernel, pytest.mark.xdist_group("non
 
 # Not 65534: a new user namespace shows every id as 65534 until its maps are written.
 GRADER = 4242
-TESTS = Path(__file__).parent
+HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 COVERED = "/" + ROOT.parts[1]  # the top-level directory that holds the course
 SCRATCH = {"/tmp", "/var/tmp", "/dev/shm"}  # the kernel's own scratch tmpfs, writable by design
 # Cell code: what the kernel can do to its sandbox.
@@ -53,7 +53,7 @@ print(json.dumps(seen))
 """
 SCRIPT = f"""
 import json, sys
-sys.path.insert(0, {str(TESTS)!r})
+sys.path.insert(0, {str(HELPERS)!r})
 from sandboxkit import kernel_output, sandboxed_kernel
 with sandboxed_kernel() as (_, km, kc):
     reply, text = kernel_output(kc, {ATTEMPTS!r})

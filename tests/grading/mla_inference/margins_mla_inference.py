@@ -1,6 +1,6 @@
 """Measure the margins behind the thresholds of ``attncourse.grading.mla_inference``.
 
-Run ``.venv/bin/python tests/margins_mla_inference.py [--secrets 50] [--groups mla decode]
+Run ``.venv/bin/python tests/grading/mla_inference/margins_mla_inference.py [--secrets 50] [--groups mla decode]
 [--every-test] [--correct-only]``. Every case of ``cases_mla_inference`` is judged on its own group's tests
 under many per-run secrets (``margins-0``, ``margins-1``, ...), in this process through the
 same request/reply encoding a kernel uses. Every value comparison (``close``) is recorded as
@@ -25,7 +25,7 @@ import multiprocessing
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[2] / "helpers")]
 
 from cases_mla_inference import ASSIGNMENT, CASES, GROUPS  # noqa: E402
 from casetable import rebind, solution_namespace  # noqa: E402

@@ -21,7 +21,7 @@ Every pair here is scored on its own (a class of two: no fingerprint is common).
 discount of what a class shares is calibrated on classes of independent answers that
 converge on one idiom: :mod:`similarity_classes`.
 
-Run ``.venv/bin/python tests/similarity_calibration.py`` to print the rates per
+Run ``.venv/bin/python tests/helpers/similarity_calibration.py`` to print the rates per
 assignment at the thresholds of :mod:`attncourse.similarity.compare`.
 """
 

@@ -1,6 +1,6 @@
 """Run the timing lab of ``mla_inference`` (Part 5) several times back to back and compare.
 
-Run ``.venv/bin/python tests/labruns_mla_inference.py [--runs 3]``. Each run is a fresh
+Run ``.venv/bin/python tests/grading/mla_inference/labruns_mla_inference.py [--runs 3]``. Each run is a fresh
 process that executes the solution's code cells up to the lab and the plot (the course's
 cells and the model plot, as a student's Restart & Run All does), and prints what the lab
 prints: per cache size and method the median and interquartile range (IQR) of the

@@ -83,7 +83,7 @@ MESSAGES = {
     "cache:gqa_ignores_G": ("p4_cache_elements", "G ignored"),
 }
 
-# Wrong cases no visible check of their part catches here (tests/test_visible_checks.py), and why.
+# Wrong cases no visible check of their part catches here (tests/grading/test_visible_checks.py), and why.
 VISIBLE_EXCEPTIONS = {}
 
 SOLUTION = solution_answers(source_notebook(ASSIGNMENT))

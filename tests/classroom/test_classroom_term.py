@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
-from cases_attention_worksheet import CASES
+from casetable import load
 from chromium import CHROMIUM, CHROMIUM_ARGS, ensure_chromium
 from classroomkit import ADA, BEN, EVE, INSTRUCTOR, as_user, nbgrader_as, password
 from nbgrader.api import Gradebook
@@ -36,7 +36,8 @@ WRITTEN = "q4b_same_for_k_v"
 ANSWER = "The same block structure holds for K and V, since each head's weights are stacked alike."
 COMMENT = "Right; name the block-diagonal matrix for V as well."
 MANUAL_SCORE = 1.5
-WRONG = next(c for c in CASES if c.name == "one_shape_only")  # fails Q1(a)'s visible test
+# fails Q1(a)'s visible test
+WRONG = next(c for c in load("attention_worksheet").cases if c.name == "one_shape_only")
 
 
 def instructor(room, *cmd):

@@ -976,7 +976,7 @@ MESSAGES = {
     "d:float32_matrix": ("d_recovery_matrix", "float32"),
 }
 
-# Wrong cases no visible check of their part catches (tests/test_visible_checks.py), and why:
+# Wrong cases no visible check of their part catches (tests/grading/test_visible_checks.py), and why:
 # each breaks a rule of the lab's text (no loops, no fused attention) with right values; the
 # judge proves the rules on the source, which is the visible rule checks' job (issue 30, item 2).
 VISIBLE_EXCEPTIONS = {}

@@ -2,7 +2,7 @@
 
 An :class:`Attack` is notebook code a student could hand in (in a cell of their own,
 right after the setup cell, and/or in answer cells) and the control it must not
-beat: the same answers without the trick. ``tests/test_attacks.py`` grades every
+beat: the same answers without the trick. ``tests/sandbox/test_attacks.py`` grades every
 attack and control for real (``nbgrader autograde`` with the course's config,
 sandboxed kernels, the judge) and asserts, for each attack: no test cell scores
 more than in its control, nothing of the hidden tests appears in the autograded
@@ -494,7 +494,7 @@ relative_error = torch.tensor(0.0)
 #
 # Correct answers that break a rule of the assignment in a way a list of forbidden names does
 # not see, each beside its honest control: the same rule broken plainly. Judged by
-# ``tests/test_rule_attacks.py`` in process (the rules are read from the source); attacks
+# ``tests/unit/test_rule_attacks.py`` in process (the rules are read from the source); attacks
 # that patch the libraries run in real kernels in ATTACKS above.
 
 # One head's output from the projected q (B, L_1, H*D_qk), k (B, L_2, H*D_qk), v (B, L_2, H*D_v).

@@ -202,7 +202,7 @@ def test_a_copy_in_a_class_of_two_is_flagged():
 
 
 def test_the_class_calibration_holds():
-    """The rates compare.py quotes (tests/similarity_classes.py): classes of five, the pool,
+    """The rates compare.py quotes (tests/helpers/similarity_classes.py): classes of five, the pool,
     and 200 simulated students on the pool's idioms with 20 disguised copies."""
     counts = measure()
     five, pool, large = counts["five"], counts["pool"], counts["large"]

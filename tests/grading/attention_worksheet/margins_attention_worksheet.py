@@ -1,6 +1,6 @@
 """Measure the margins behind the thresholds of ``attncourse.grading.attention_worksheet``.
 
-Run ``.venv/bin/python tests/margins_attention_worksheet.py [--secrets 500] [--groups q3c q4c]``.
+Run ``.venv/bin/python tests/grading/attention_worksheet/margins_attention_worksheet.py [--secrets 500] [--groups q3c q4c]``.
 Every case of ``cases_attention_worksheet`` is judged under many per-run secrets (the
 secrets ``margins-0``, ``margins-1``, ...), in this process through the same
 request/reply encoding a kernel uses. Each comparison of a relative error with its
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[2] / "helpers")]
 
 from cases_attention_worksheet import ASSIGNMENT, CASES, GROUPS  # noqa: E402
 from casetable import rebind, solution_namespace  # noqa: E402

@@ -69,7 +69,7 @@ CHECKS = {"scale_test": check_scale, "double_test": check_double}
 '''
 
 CONFIG = """
-# The toy assignment's checks live in this scratch course (tests/toy_course.py).
+# The toy assignment's checks live in this scratch course (tests/helpers/toy_course.py).
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -4,7 +4,7 @@ Each :class:`Case` replaces answer cells of the instructor's solution and says
 which test cells must then fail (none for a correct alternative); every other
 test cell must keep its full points. ``GROUPS`` ties answer cells to the test
 cells that read them. The same table drives the fast in-process checks and the
-slow run through ``nbgrader autograde`` (``tests/test_assignments.py``).
+slow run through ``nbgrader autograde`` (``tests/grading/test_assignments.py``).
 """
 
 import numpy as np
@@ -731,7 +731,7 @@ MESSAGES = {
     "q5a:a_classmates_numbers": ("q5a_head_splits", "not your own (graded as 'example')"),
 }
 
-# Wrong cases no visible check of their part catches (tests/test_visible_checks.py), and why.
+# Wrong cases no visible check of their part catches (tests/grading/test_visible_checks.py), and why.
 VISIBLE_EXCEPTIONS = {
     "q2:paths_read_q_k_v_left_to_right": "which path carries queries, keys and values is what "
     "Q2 asks; the visible checks see only the figure's structure (weights beside the Linears, "

@@ -1,6 +1,6 @@
 """The case tables of every assignment, found by convention, and the one toolkit that runs them.
 
-An assignment's table is ``tests/cases_<assignment>.py``. It holds ``CASES`` (:class:`Case`
+An assignment's table is ``tests/grading/<assignment>/cases_<assignment>.py``. It holds ``CASES`` (:class:`Case`
 rows) and ``GROUPS`` ({group: (answer cells, test cells)}), and may set (defaults in
 :class:`Table`):
 
@@ -35,8 +35,10 @@ import hashlib
 import importlib
 import io
 import pkgutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 from cellrun import run_cell
@@ -198,6 +200,12 @@ class Table:
                 tests -= set(readers)
         return answers, tests
 
+    def runs_stubbed_cell(self, case):
+        """True when ``case`` in process runs a cell IN_PROCESS_STUBS would stub (its own
+        answer there, or a test that reads it among those it must lose): the costly runs."""
+        answers, _ = self.in_process(case)
+        return any(answers.get(cell) != stub for cell, (stub, _) in self.in_process_stubs.items())
+
     def judge(self, case, tests=None, secret=None):
         """{test: None or the failure message} of ``case`` judged in this process."""
         answers, tests = self.in_process(case, tests)
@@ -209,10 +217,21 @@ class Table:
         return run_under_secrets(self.assignment, answers, tests, secrets)
 
 
+GRADING = Path(__file__).resolve().parents[1] / "grading"
+
+
+def table_module(assignment):
+    """The module ``cases_<assignment>`` of ``tests/grading/<assignment>/``."""
+    folder = str(GRADING / assignment)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(f"cases_{assignment}")
+
+
 @functools.cache
 def load(assignment):
     """The case table of ``assignment``: module ``cases_<assignment>`` with its settings."""
-    module = importlib.import_module(f"cases_{assignment}")
+    module = table_module(assignment)
     settings = {
         "display_only": frozenset(getattr(module, "DISPLAY_ONLY", ())),
         "depends": getattr(module, "DEPENDS", {}),

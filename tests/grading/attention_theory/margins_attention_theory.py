@@ -1,6 +1,6 @@
 """Measure the margins behind the thresholds of ``attncourse.grading.attention_theory``.
 
-Run ``.venv/bin/python tests/margins_attention_theory.py [--secrets 200] [--case-secrets 20]``
+Run ``.venv/bin/python tests/grading/attention_theory/margins_attention_theory.py [--secrets 200] [--case-secrets 20]``
 (``--groups``, ``--cases``, ``--tests`` narrow it down). The instructor's solution is
 judged under ``--secrets`` per-run secrets (``margins-0``, ``margins-1``, ...), every
 case of ``cases_attention_theory`` under the first ``--case-secrets`` of them, in
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[2] / "helpers")]
 
 from cases_attention_theory import ASSIGNMENT, CASES, GROUPS  # noqa: E402
 from casetable import Case, rebind, solution_namespace  # noqa: E402

@@ -24,7 +24,7 @@ submission's. Functions defined above keep that same dict as their globals, so t
 submission's names as they would in a full run. Objects deep copies cannot copy (modules,
 generators) are shared, and the torch defaults a cell can switch (dtype, grad mode) are reset.
 ``shortcut=False`` runs every cell from a fresh namespace under the same seed;
-``tests/test_visible_checks.py`` checks both give the same verdicts.
+``tests/grading/test_visible_checks.py`` checks both give the same verdicts.
 
 For a case table's rows: :func:`case_verdicts` (a case's visible verdicts, its table's
 in-process stubs applied), :func:`missed_parts` (where its mistake is made and no visible check
@@ -36,7 +36,6 @@ fails), :func:`rule_case` (every hidden failure a rule's). A table may set ``VIS
 import contextlib
 import copy
 import functools
-import importlib
 import io
 import random
 import re
@@ -50,7 +49,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from casetable import load  # noqa: E402
+from casetable import load, table_module  # noqa: E402
 from cellrun import run_cell  # noqa: E402
 
 from attncourse.cells import grade_id, is_answer, is_test_cell  # noqa: E402
@@ -147,11 +146,11 @@ def _failure(error):
     return f"{type(error).__name__}: {error}"
 
 
-def _run(cells, namespace, start, answers):
-    """Run ``cells[start:]`` in ``namespace``; {test cell: None or its failure}."""
+def _run(cells, namespace, start, answers, stop=None):
+    """Run ``cells[start:stop]`` in ``namespace``; {test cell: None or its failure}."""
     verdicts = {}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        for cell in cells[start:]:
+        for cell in cells[start:stop]:
             source = answers.get(cell.grade_id, cell.source)
             namespace["In"].append(source if source.endswith("\n") else source + "\n")
             try:
@@ -198,9 +197,14 @@ def _solution_run(assignment):
 
 
 def visible_verdicts(
-    assignment: str, answers: dict[str, str], shortcut: bool = True
+    assignment: str,
+    answers: dict[str, str],
+    shortcut: bool = True,
+    until: frozenset[str] | None = None,
 ) -> dict[str, str | None]:
-    """{visible test cell: None if it passed, else its failure} of the solution with ``answers``."""
+    """{visible test cell: None if it passed, else its failure} of the solution with ``answers``;
+    with ``until`` (test cells), the run stops after the last of them: the cells below cannot
+    change a verdict above them, so only theirs are left out."""
     table = load(assignment)
     answers = {cell: table.for_student(src, EXAMPLE_STUDENT) for cell, src in answers.items()}
     run = _solution_run(assignment)
@@ -224,19 +228,22 @@ def visible_verdicts(
         start = 0
         namespace = {}
         _fresh(namespace)
+    stop = None
+    if until is not None:
+        stop = 1 + max((i for i, c in enumerate(run.cells) if c.grade_id in until), default=-1)
     verdicts = {c.grade_id: run.verdicts[c.grade_id] for c in run.cells[:start] if c.test}
-    verdicts.update(_run(run.cells, namespace, start, answers))
+    verdicts.update(_run(run.cells, namespace, start, answers, stop))
     return verdicts
 
 
 def visible_exceptions(assignment: str) -> dict[str, str]:
     """The table's ``VISIBLE_EXCEPTIONS``: case id -> why no visible check of its part catches it."""
-    return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_EXCEPTIONS", {})
+    return getattr(table_module(assignment), "VISIBLE_EXCEPTIONS", {})
 
 
 def visible_messages(assignment: str) -> dict[str, tuple[str, str]]:
     """The table's ``VISIBLE_MESSAGES``: case id -> (visible test cell, words its message holds)."""
-    return getattr(importlib.import_module(f"cases_{assignment}"), "VISIBLE_MESSAGES", {})
+    return getattr(table_module(assignment), "VISIBLE_MESSAGES", {})
 
 
 @functools.cache
@@ -246,9 +253,22 @@ def parts(assignment: str) -> dict[str, str]:
     return {gid: p.part for gid, p in cell_parts(nb).items()}
 
 
-def case_verdicts(table, case) -> dict[str, str | None]:
-    """{visible test cell: None or its failure} of ``case``; a test cell the table's in-process
-    stubs leave out (it reads a stubbed cell) is not reported."""
+def deciding_tests(table, case) -> frozenset[str] | None:
+    """The visible test cells :func:`missed_parts` reads for a wrong ``case`` (those of the
+    parts where its mistake is made, or of the parts it loses); None (every cell) for a
+    correct case, which must fail none."""
+    if case.correct:
+        return None
+    label = parts(table.assignment)
+    losing = {label[test] for test in case.fails}
+    own = {label[cell] for cell in case.answers} & losing
+    return frozenset(test for test in table.tests if label[test] in (own or losing))
+
+
+def case_verdicts(table, case, until=None) -> dict[str, str | None]:
+    """{visible test cell: None or its failure} of ``case`` (up to the last cell of ``until``,
+    when given); a test cell the table's in-process stubs leave out (it reads a stubbed cell)
+    is not reported."""
     answers, _ = table.in_process(case, case.fails)
     stubbed = {
         test
@@ -256,7 +276,7 @@ def case_verdicts(table, case) -> dict[str, str | None]:
         if answers.get(cell) == stub and cell not in case.answers
         for test in readers
     }
-    verdicts = visible_verdicts(table.assignment, answers)
+    verdicts = visible_verdicts(table.assignment, answers, until=until)
     return {test: error for test, error in verdicts.items() if test not in stubbed}
 
 

@@ -4,7 +4,7 @@ Written apart from the case tables and the solution, each as a different student
 the four coding parts of ``attention_variants`` (Parts 5, 7, 10 and 13) from the task's text:
 several converge on the natural idiom (``torch.einsum`` for MyMHA and for the reduced
 matrices, ``np.tile`` and an SVD for GQA_2_MLA), with their own names, order and comments,
-the way a class does. None is a copy or an edit of another; ``tests/test_similarity.py``
+the way a class does. None is a copy or an edit of another; ``tests/unit/test_similarity.py``
 checks every one is a correct answer. ``POOL[part]`` is {student: answer cell}.
 """
 

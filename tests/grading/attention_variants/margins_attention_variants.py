@@ -1,6 +1,6 @@
 """Measure the margins behind the thresholds of ``attncourse.grading.attention_variants``.
 
-Run ``.venv/bin/python tests/margins_attention_variants.py [--secrets N] [--experiment]
+Run ``.venv/bin/python tests/grading/attention_variants/margins_attention_variants.py [--secrets N] [--experiment]
 [--rounding]``. Every in-process case of the mutation table (tampering cases aside)
 is judged through :func:`casetable.run_in_process`, the runner of the fast tests,
 with ``check_close`` recording the relative error of each comparison, under N
@@ -27,7 +27,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[2] / "helpers")]
 
 import torch  # noqa: E402
 from cases_attention_variants import ASSIGNMENT, EXPERIMENT_DATA, UNSCALED_DATA  # noqa: E402

@@ -8,7 +8,7 @@ symbols and one-letter names, so shared formulas and notation never count; only 
 CI has no guarantee of the seeds, so the comparison uses a committed fingerprint,
 ``tests/data/seed_shingles.txt``: the truncated SHA-1 of every 12-word run of the seeds,
 never their text. Regenerate it after a seed changes with
-``.venv/bin/python tests/test_own_words.py --regenerate``; where the seeds are present,
+``.venv/bin/python tests/unit/test_own_words.py --regenerate``; where the seeds are present,
 a test checks that the fingerprint is up to date.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT.parent / "shared" / "seeds"
-FINGERPRINT = Path(__file__).resolve().parent / "data" / "seed_shingles.txt"
+FINGERPRINT = Path(__file__).resolve().parents[1] / "data" / "seed_shingles.txt"
 ASSIGNMENTS = (
     "attention_worksheet",
     "attention_theory",
@@ -118,7 +118,7 @@ needs_seeds = pytest.mark.skipif(
 @needs_seeds
 def test_fingerprint_is_up_to_date_with_the_seeds():
     assert committed_fingerprints() == seed_fingerprints(), (
-        "tests/data/seed_shingles.txt is stale: run `.venv/bin/python tests/test_own_words.py "
+        "tests/data/seed_shingles.txt is stale: run `.venv/bin/python tests/unit/test_own_words.py "
         "--regenerate` and commit it"
     )
 
@@ -177,8 +177,8 @@ def regenerate():
     FINGERPRINT.parent.mkdir(parents=True, exist_ok=True)
     header = (
         f"# Truncated SHA-1 ({HASH_CHARS} hex digits) of every {RUN}-word run of the seeds'\n"
-        "# prose (tests/test_own_words.py:words); hashes only, no seed text.\n"
-        "# Regenerate: .venv/bin/python tests/test_own_words.py --regenerate\n"
+        "# prose (tests/unit/test_own_words.py:words); hashes only, no seed text.\n"
+        "# Regenerate: .venv/bin/python tests/unit/test_own_words.py --regenerate\n"
     )
     FINGERPRINT.write_text(header + "\n".join(hashes) + "\n")
     print(f"wrote {len(hashes)} fingerprints to {FINGERPRINT.relative_to(ROOT)}")

@@ -8,7 +8,7 @@ no visible check of their part can catch, and the test fails when one is caught,
 stays honest. Rule cases (every hidden failure a rule's) are caught by the rule cells' visible
 ``check_rules``: the judge's own proof, run on the cells as the student ran them.
 Cases that tamper with the kernel (``alone``) run only in the autograded tables.
-``python tests/visible_rates.py`` prints the catch rates.
+``python tests/helpers/visible_rates.py`` prints the catch rates.
 """
 
 import pytest
@@ -16,6 +16,7 @@ from casetable import load
 from visiblecatch import (
     ASSIGNMENTS,
     case_verdicts,
+    deciding_tests,
     missed_parts,
     visible_exceptions,
     visible_messages,
@@ -38,7 +39,7 @@ def _params():
 @pytest.mark.parametrize(("assignment", "case"), list(_params()))
 def test_visible_checks_see_what_the_grader_sees(assignment, case):
     table = load(assignment)
-    verdicts = case_verdicts(table, case)
+    verdicts = case_verdicts(table, case, deciding_tests(table, case))
     if case.correct:
         flagged = {test: error for test, error in verdicts.items() if error is not None}
         assert not flagged, f"{case.id}: a correct answer fails visible checks: {flagged}"
@@ -69,7 +70,7 @@ def _messages():
 def test_visible_messages_name_the_likely_cause(assignment, case_id, test, words):
     table = load(assignment)
     case = next(c for c in table.cases if c.id == case_id)
-    message = case_verdicts(table, case)[test]
+    message = case_verdicts(table, case, frozenset({test}))[test]
     assert message is not None and words in message, f"{case_id}: {test} said {message!r}"
 
 
@@ -83,3 +84,17 @@ def test_the_shortcut_gives_the_verdicts_of_a_full_run(assignment):
         assert visible_verdicts(assignment, answers) == visible_verdicts(
             assignment, answers, shortcut=False
         ), case.id
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_run_cut_after_the_deciding_cells_misses_the_same_parts(assignment):
+    """A wrong case's run stops after the last visible cell of the parts that decide it
+    (:func:`visiblecatch.deciding_tests`): the verdicts it has are the full run's, and the
+    parts it finds missed the same."""
+    table = load(assignment)
+    wrong = [c for c in table.cases if c.fails and not c.alone]
+    for case in (wrong[0], wrong[len(wrong) // 2], wrong[-1]):
+        deciding = deciding_tests(table, case)
+        cut, full = case_verdicts(table, case, deciding), case_verdicts(table, case)
+        assert deciding <= set(cut) and cut == {t: full[t] for t in cut}, case.id
+        assert missed_parts(table, case, cut) == missed_parts(table, case, full), case.id
