@@ -3,7 +3,7 @@
 The course subclasses their public classes, and in five places needs a method or attribute
 they keep private. Each one is reached only here: a mixin that overrides it and hands the
 course a public hook, or a function that calls it. :data:`PRIVATE` lists them with the
-signature of the versions pinned in ``requirements.txt``; ``tests/test_upstream.py`` checks
+signature of the versions pinned in ``requirements.txt``; ``tests/unit/test_upstream.py`` checks
 each against the installed package and fails naming its version when upstream changes.
 """
 

@@ -4,7 +4,7 @@ and ``nbgrader_config.py``, as nbgrader generates its configuration reference.
 A limit is defined once: a configurable trait tagged ``limit=True`` with its ``help=`` (the
 default is the trait's). Every configurable class of ``attncourse`` is read; each limit's
 lines go between the markers of each file, so the lists never drift from the code
-(``tests/test_limits.py`` checks the committed text equals a fresh generation). To add a
+(``tests/unit/test_limits.py`` checks the committed text equals a fresh generation). To add a
 limit, tag its trait and run ``make limits``.
 """
 

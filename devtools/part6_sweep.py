@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 HERE = ROOT / ".part6"  # one model's numbers, before --merge joins them
 RESULTS = ROOT / "tests" / "data" / "attention_at_scale_part6_results.json"
 PLOT = ROOT / "docs" / "attention_at_scale_part6.png"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path[:0] = [
     str(Path(__file__).resolve().parent.parent),
-    str(Path(__file__).resolve().parent.parent / "tests"),
+    str(Path(__file__).resolve().parent.parent / "tests" / "helpers"),
 ]
 
 from attncourse.course import ROOT, nbgrader, notebook_path  # noqa: E402

@@ -442,7 +442,7 @@ def test_every_setting_in_the_config_is_a_configurable_trait(section):
 
 def test_every_sandbox_setting_is_set_in_the_config():
     """An instructor finds every setting of a kernel in nbgrader_config.py, with its comment:
-    set, or (a limit) listed at its default by ``make limits`` (``tests/test_limits.py``)."""
+    set, or (a limit) listed at its default by ``make limits`` (``tests/unit/test_limits.py``)."""
     own = SandboxKernelManager.class_own_traits(config=True)
     limits = SandboxKernelManager.class_own_traits(limit=True)
     assert limits

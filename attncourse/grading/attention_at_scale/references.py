@@ -19,7 +19,7 @@ F64 = torch.float64
 
 # ---------------------------------------------------------------- each student's own numbers
 # ``scale_instance`` is also the body of the notebook's provided cell ``student_instance``
-# (``tests/test_attention_at_scale.py`` keeps the two the same). The judge draws the instance of
+# (``tests/grading/attention_at_scale/test_attention_at_scale.py`` keeps the two the same). The judge draws the instance of
 # the id nbgrader grades the submission under (``ns.student``), never an id the notebook names.
 # Equal difficulty: five distinct integer scores in [-40, 130], the largest above float16's
 # overflow point and the second 1 or 2 below it (so lse - m is 0.13 to 0.31), at least one shifted score below float16's underflow point, and no score or

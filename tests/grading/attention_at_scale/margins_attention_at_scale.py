@@ -1,6 +1,6 @@
 """Measure the margins behind the thresholds of ``attncourse.grading.attention_at_scale``.
 
-Run ``.venv/bin/python tests/margins_attention_at_scale.py [--secrets 20] [--groups p3_tiles]``.
+Run ``.venv/bin/python tests/grading/attention_at_scale/margins_attention_at_scale.py [--secrets 20] [--groups p3_tiles]``.
 Every case of ``cases_attention_at_scale`` is judged on the tests it is judged on in process
 (``Table.in_process``) under many per-run secrets (``margins-0``, ``margins-1``, ...), in
 this process through the same request/reply encoding a kernel uses. Every value comparison
@@ -18,7 +18,7 @@ import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[2] / "helpers")]
 
 from cases_attention_at_scale import ASSIGNMENT, CASES  # noqa: E402
 from casetable import load  # noqa: E402

@@ -5,7 +5,7 @@ from a real notebook of the course (the release, or the full solution): junk byt
 encodings, truncated JSON, JSON that is no notebook, and the notebook with mutations applied
 (keys missing, values of the wrong type, huge and deeply nested values, every cell type and
 unknown ones, duplicated cells and ids, forged nbgrader and grader metadata, odd Unicode).
-Used by tests/test_fuzz_notebooks.py (seeded, bounded) and ``make fuzz`` (thousands).
+Used by tests/pipeline/test_fuzz_notebooks.py (seeded, bounded) and ``make fuzz`` (thousands).
 """
 
 import copy

@@ -1,7 +1,7 @@
 """Margins of Part 6's thresholds (``tolerances``, Part 6): what the checks measure on every
 case of the table, correct and wrong, over several secrets.
 
-    .venv/bin/python tests/margins_attention_at_scale_part6.py --secrets 5
+    .venv/bin/python tests/grading/attention_at_scale/margins_attention_at_scale_part6.py --secrets 5
 
 Prints, per measured quantity, the worst correct answer and the closest wrong one.
 """
@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[2] / "helpers")]
 
 from cases_attention_at_scale_part6 import CASES  # noqa: E402
 from fragmentrun import verdicts  # noqa: E402

@@ -1,7 +1,7 @@
 """Alternative correct answers and named wrong answers for Part 6 of attention_at_scale.
 
 Rows in ``casetable``'s format (:func:`casetable.cases_table`); they are judged on Part 6 run
-alone (``tests/fragmentrun.py``). Each row replaces
+alone (``tests/helpers/fragmentrun.py``). Each row replaces
 answer cells of the solution and names the test cells that must then fail; every other test
 cell must keep its points. ``RecallModel`` runs on the student's layers, so ``p6_train_step``
 reads the layers' cell too (``DEPENDS``): every layer row below still trains.

@@ -11,7 +11,7 @@ from fragmentrun import PART6_CHECKS, part6_notebook, source_notebook, verdicts
 from attncourse.cells import grade_id, is_test_cell
 from attncourse.parts import cell_parts
 
-RESULTS = Path(__file__).parent / "data" / "attention_at_scale_part6_results.json"
+RESULTS = Path(__file__).parents[2] / "data" / "attention_at_scale_part6_results.json"
 
 
 def test_solution_passes_every_visible_and_hidden_check():

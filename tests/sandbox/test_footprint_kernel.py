@@ -16,13 +16,13 @@ import torch
 from footprintcases import ATTACKS, FIRST, HONEST, MISTAKES
 from sandboxkit import kernel_execute, sandboxed_kernel
 
-from attncourse.constants import MAX_REPLY_BYTES
 from attncourse.grading.attention_at_scale.footprint_checks import check_tiles_footprint
 from attncourse.judge import verdict
 from attncourse.judge.channel import PipeChannel
 from attncourse.judge.checks import single_threaded
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.judge.tiling import tile_sizes
+from attncourse.preprocessors.resilientexecute import ResilientExecute
 from attncourse.sandbox.filesystem import JUDGE_SOCKET
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("footprint_kernel")]
@@ -41,7 +41,12 @@ def _grade_all():
 
         def judged(work, sources):
             pipe = PipeChannel(
-                execute, Path(root / "run") / JUDGE_SOCKET, MAX_REPLY_BYTES, lambda: 60, print, 30
+                execute,
+                Path(root / "run") / JUDGE_SOCKET,
+                ResilientExecute().max_reply_bytes,
+                lambda: 60,
+                print,
+                30,
             )
             ns = StudentNamespace(Session(pipe), sources)
             return pipe.judge(lambda: work(ns), execute)

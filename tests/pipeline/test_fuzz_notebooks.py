@@ -1,4 +1,4 @@
-"""Hostile notebooks generated, not only written (tests/hostilefiles.py), on the real grading path.
+"""Hostile notebooks generated, not only written (tests/helpers/hostilefiles.py), on the real grading path.
 
 Properties, for every generated submission: the grader never crashes and never runs past its
 budget; the student ends with a gradebook row or a named refusal (unreadable or refused, with
