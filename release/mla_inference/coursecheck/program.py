@@ -67,11 +67,17 @@ class Finding:
         return located(self.what, Place(self.part, self.place), self.function, self.line)
 
 
-def python_source(text):
-    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be."""
+# Cell magics nested deeper than this stay calls of ``get_ipython`` (which the rules refuse):
+# each level parses the cell's text again.
+MAGIC_NESTING = 4
+
+
+def python_source(text, nesting=0):
+    """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be
+    (deeper than Python's own parser or recursion goes included)."""
     try:
-        tree = _MagicCode().visit(ast.parse(_transform(text)))
-    except (SyntaxError, ValueError):
+        tree = _MagicCode(nesting).visit(ast.parse(_transform(text)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return ast.increment_lineno(tree, leading_blank_lines(text))  # the cell's own lines
 
@@ -96,6 +102,9 @@ class _MagicCode(ast.NodeTransformer):
     """``%time stmt`` and ``%%time``/``%%capture`` cells replaced by the statements they run;
     inert magics dropped (every other magic stays a call of ``get_ipython``, which is refused)."""
 
+    def __init__(self, nesting=0):
+        self.nesting = nesting
+
     def visit_Expr(self, node):
         magic = magic_call(node)
         if magic is None:
@@ -103,9 +112,9 @@ class _MagicCode(ast.NodeTransformer):
         name, text = magic
         if name in INERT_MAGICS:
             return None
-        if name not in CODE_MAGICS:
+        if name not in CODE_MAGICS or self.nesting >= MAGIC_NESTING:
             return node
-        inner = python_source(text)
+        inner = python_source(text, self.nesting + 1)
         if inner is None:
             return node
         below = node.value.func.attr == "run_cell_magic"  # its body starts on the next line
