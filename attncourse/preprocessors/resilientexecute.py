@@ -63,7 +63,7 @@ class ResilientExecute(Execute):
         help="Outputs (messages: prints, displays) one cell may send; past it the cell is "
         "interrupted and the rest dropped, saying so. Each costs the grader a message; the "
         "course's cells send at most a few dozen.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     iopub_timeout = Integer(
         constants.IOPUB_TIMEOUT_S,
         help="Seconds to wait for a cell's last output after its reply (a flood of output).",
