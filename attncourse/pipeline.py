@@ -58,9 +58,10 @@ from attncourse.plainfiles import WHY, refuse_submission
 from attncourse.roster import roster_reader
 from attncourse.worker.files import read_tree, write_tree
 from attncourse.worker.result import StudentResult
-from attncourse.worker.task import grade_on_worker, stop_grading
+from attncourse.worker.task import WorkerFault, grade_on_worker, stop_grading
 
 IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
+MOVES = 3  # times a student is sent on from a worker that could not grade (WorkerFault)
 
 
 def students_of(course, assignment):
@@ -316,17 +317,23 @@ def _grade_on_cluster(client, bundle, todo, jobs, save, say):
 
 def _graded(client, bundle, todo, jobs):
     """Yield (student, result) as the cluster grades ``todo``, sending a few students per
-    grading slot at a time; a task that failed for good yields an ``error`` result."""
+    grading slot at a time; a task that failed for good yields an ``error`` result. A student
+    a worker could not grade for its own reason (:class:`WorkerFault`: its disk full, ...) is
+    sent again, to the other workers from then on (up to ``MOVES`` times)."""
     from distributed import as_completed
 
     assignment, run = jobs["assignment"], bundle["run"]
     the_course = client.submit(_the_course, bundle, key=f"course-{assignment}-{run}")
     pending = list(todo)
     futures = {}
+    moved = {}  # student -> times sent to another worker
+    unfit = set()  # addresses of workers that could not grade
     done = as_completed()
 
     def send_more():
-        window = IN_FLIGHT_PER_SLOT * max(1, client.scheduler_info(n_workers=1)["total_threads"])
+        info = client.scheduler_info(n_workers=-1 if unfit else 1)
+        window = IN_FLIGHT_PER_SLOT * max(1, info["total_threads"])
+        fit = sorted(set(info["workers"]) - unfit) if unfit else None
         while pending and len(futures) < window:
             student = pending.pop(0)
             folder = notebook_path(jobs["course"], SUBMITTED, assignment, student).parent
@@ -339,15 +346,18 @@ def _graded(client, bundle, todo, jobs):
                 "threads": jobs["threads"],
                 "slots": jobs["slots"],
             }
+            again = f"-moved{moved[student]}" if student in moved else ""
             future = client.submit(
                 grade_on_worker,
                 the_course,
                 job,
-                key=f"grade-{student}-{run}",
+                key=f"grade-{student}-{run}{again}",
                 retries=jobs["retries"],
                 resources=jobs["resources"],
                 priority=len(pending),  # in the order sent: longest first
                 pure=False,
+                workers=fit,
+                allow_other_workers=bool(fit),  # if every fit worker goes, any worker
             )
             futures[future] = student
             done.add(future)
@@ -357,6 +367,15 @@ def _graded(client, bundle, todo, jobs):
         student = futures.pop(future)
         try:
             result = future.result()
+        except WorkerFault as e:
+            future.release()
+            unfit.add(e.address)
+            if moved.get(student, 0) < MOVES:
+                moved[student] = moved.get(student, 0) + 1
+                pending.insert(0, student)
+                send_more()
+                continue
+            result = StudentResult(student, error=f"grading failed: {e}")
         except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good
             result = StudentResult(student, error=f"grading failed: {type(e).__name__}: {e}")
         future.release()

@@ -10,7 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
+
+from attncourse.sandbox.tempdirs import FORKSERVER, owned_tempdir
 
 _servers = {}  # tuple of preloaded modules -> (server process, its socket)
 
@@ -22,7 +23,7 @@ def fork_server(preload):
     server = _servers.get(key)
     if server and server[0].poll() is None:
         return server[1]
-    home = tempfile.mkdtemp(prefix="attncourse-forkserver-")  # 0700, hidden from kernels
+    home = str(owned_tempdir(FORKSERVER))  # 0700, hidden from kernels
     path = os.path.join(home, "socket")
     proc = subprocess.Popen(
         [sys.executable, "-m", "attncourse.sandbox.forkserver", path, json.dumps(list(preload))],

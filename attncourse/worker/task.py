@@ -1,6 +1,7 @@
 """In the Dask worker: the task that grades one student, and the grading processes it keeps
 (one per run and thread count, each serving one student at a time) until the client ends the run."""
 
+import errno
 import os
 import shutil
 import subprocess
@@ -12,9 +13,23 @@ from pathlib import Path
 
 from attncourse.constants import AUTOGRADED, GRADEBOOK, SUBMITTED, threads_per_kernel
 from attncourse.course import venv_path
+from attncourse.sandbox.tempdirs import remove_stale
 from attncourse.worker.files import read_tree, write_tree
 
 LOG_BYTES = 1_000_000  # the end of a student's log that travels back to the client
+# The worker's own reasons for failing to grade anyone: its disk, its files, its memory.
+WORKER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EMFILE, errno.ENFILE}
+
+
+class WorkerFault(Exception):
+    """This worker cannot grade (no disk, ...): the client sends the student to another one."""
+
+    def __init__(self, address: str, reason: str):
+        super().__init__(address, reason)
+        self.address, self.reason = address, reason
+
+    def __str__(self):
+        return f"worker {self.address} cannot grade: {self.reason}"
 
 
 class GradingProcess:
@@ -24,7 +39,11 @@ class GradingProcess:
         self.threads = threads
         self.course = Path(course)
         shutil.rmtree(self.course, ignore_errors=True)
-        write_tree(self.course, bundle["files"])
+        try:
+            write_tree(self.course, bundle["files"])
+        except OSError:
+            shutil.rmtree(self.course, ignore_errors=True)  # a full disk: nothing half-written
+            raise
         self.gradebook = bundle["gradebook"]
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
@@ -86,6 +105,7 @@ _idle = {}  # run -> grading processes of this worker waiting for a student of t
 _idle_lock = threading.Lock()
 _stopped = set()  # runs the client has ended
 _started = 0
+_swept = False  # this worker's first task removed what killed graders left in its TMPDIR
 
 
 def grade_on_worker(bundle, job):
@@ -99,9 +119,12 @@ def grade_on_worker(bundle, job):
     from distributed import get_worker
     from distributed.comm import get_address_host
 
-    global _started
+    global _started, _swept
     started = time.monotonic()
     worker = get_worker()
+    if not _swept:
+        _swept = True
+        remove_stale()  # a killed worker's fork-server and kernel folders; never a live one's
     host = get_address_host(worker.address)
     threads = job["threads"] or threads_per_kernel(job["slots"].get(host, 1))
     run = bundle["run"]
@@ -113,13 +136,18 @@ def grade_on_worker(bundle, job):
         else:
             _started += 1
             course = Path(worker.local_directory) / f"attncourse-{run}-{_started}"
-    if grader is None:
-        grader = GradingProcess(bundle, threads, course)
     try:
-        result = grader.grade(job)
-    except BaseException:
-        grader.close()
-        raise
+        if grader is None:
+            grader = GradingProcess(bundle, threads, course)
+        try:
+            result = grader.grade(job)
+        except BaseException:
+            grader.close()
+            raise
+    except OSError as e:
+        if e.errno not in WORKER_ERRNOS:
+            raise
+        raise WorkerFault(worker.address, f"{type(e).__name__}: {e}") from e
     with _idle_lock:
         done = run in _stopped
         if not done:
