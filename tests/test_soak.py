@@ -29,3 +29,4 @@ def test_a_class_through_the_faults_are_each_graded_once_as_serial_grading():
     assert figures["failed"] == []
     assert len(figures["faults"]) == 4, figures["faults"]
     assert figures["client_exit"] == 0
+    assert figures["moved_from_full_disk"] > 0  # the full disk met a student, who was moved
