@@ -77,9 +77,10 @@ from attncourse.plainfiles import WHY, refusal, refuse_submission
 from attncourse.roster import roster_reader
 from attncourse.runrecord import RunRecord
 from attncourse.worker.files import read_tree, write_tree
-from attncourse.worker.task import GradingPool, grade_on_worker, pool_name
+from attncourse.worker.task import GradingPool, WorkerFault, grade_on_worker, pool_name
 
 IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
+MOVES = 3  # times a student is sent on from a worker that could not grade (WorkerFault)
 
 
 @dataclass(frozen=True)
@@ -435,27 +436,36 @@ def _graded(
     resources: dict | None,
 ) -> Iterator[tuple[str, TaskResult | str]]:
     """Yield (student, task result) as the cluster grades ``todo``, sending a few students per
-    grading slot at a time; a task that failed for good yields the error's words instead."""
+    grading slot at a time; a task that failed for good yields the error's words instead. A
+    student a worker could not grade for its own reason (:class:`WorkerFault`: its disk full,
+    ...) is sent again, to the other workers from then on (up to ``MOVES`` times)."""
     from distributed import as_completed
 
     the_course = client.submit(_the_course, bundle, key=f"course-{run.assignment}-{bundle.run}")
     pending = list(todo)
     futures: dict[Any, str] = {}
+    moved: dict[str, int] = {}  # student -> times sent to another worker
+    unfit: set[str] = set()  # addresses of workers that could not grade
     done = as_completed()
 
     def send_more() -> None:
-        window = IN_FLIGHT_PER_SLOT * max(1, client.scheduler_info(n_workers=1)["total_threads"])
+        info = client.scheduler_info(n_workers=-1 if unfit else 1)
+        window = IN_FLIGHT_PER_SLOT * max(1, info["total_threads"])
+        fit = sorted(set(info["workers"]) - unfit) if unfit else None
         while pending and len(futures) < window:
             student = pending.pop(0)
+            again = f"-moved{moved[student]}" if student in moved else ""
             future = client.submit(
                 grade_on_worker,
                 the_course,
                 grading_job(run, student, args, slots),
-                key=f"grade-{student}-{bundle.run}",
+                key=f"grade-{student}-{bundle.run}{again}",
                 retries=run.retries,
                 resources=resources,
                 priority=len(pending),  # in the order sent: longest first
                 pure=False,
+                workers=fit,
+                allow_other_workers=bool(fit),  # if every fit worker goes, any worker
             )
             futures[future] = student
             done.add(future)
@@ -465,6 +475,15 @@ def _graded(
         student = futures.pop(future)
         try:
             result: TaskResult | str = future.result()
+        except WorkerFault as e:
+            future.release()
+            unfit.add(e.address)
+            if moved.get(student, 0) < MOVES:
+                moved[student] = moved.get(student, 0) + 1
+                pending.insert(0, student)
+                send_more()
+                continue
+            result = f"grading failed: {e}"
         except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good
             result = f"grading failed: {type(e).__name__}: {e}"
         future.release()

@@ -180,8 +180,8 @@ def _first_round(course, cluster, pg, base, n) -> dict:
     schedule = [
         (0.15, "worker killed"),
         (0.3, "client killed"),
-        (0.5, "database restarted"),
-        (0.65, "worker short of disk"),
+        (0.4, "worker short of disk"),  # early: students are still to be sent to it
+        (0.6, "database restarted"),
     ]
     faults = []
     while client.poll() is None or schedule:
@@ -205,7 +205,14 @@ def _first_round(course, cluster, pg, base, n) -> dict:
         elif client.poll() is not None:
             schedule = []  # the class was graded before the rest of the faults came
         time.sleep(1)
-    return {"faults": faults, "client_exit": client.returncode, "logs": [str(p) for p in logs]}
+    full = cluster.base / "w4.log"  # the full-disk worker: lines naming a WorkerFault it raised
+    moved = full.read_text(errors="replace").count("WorkerFault") if full.exists() else 0
+    return {
+        "faults": faults,
+        "client_exit": client.returncode,
+        "logs": [str(p) for p in logs],
+        "moved_from_full_disk": moved,
+    }
 
 
 def _students(course):

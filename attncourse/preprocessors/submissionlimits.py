@@ -56,27 +56,27 @@ class SubmissionLimits(NbGraderPreprocessor):
         20 * 2**20,
         help="Largest notebook file (bytes) that is read at all; a larger one is refused whole, "
         "before its JSON is parsed. The course's notebooks are about 100 kB without outputs.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     max_cells = Integer(
         500,
         help="Cells a notebook may have; cells past it are dropped unread (the course's own "
         "cells are put back from the release). The course's notebooks have at most 67.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     max_cell_source_bytes = Integer(
         50_000,
         help="Largest source of one cell (bytes); a larger cell is refused (not run, not proved). "
         "The course's largest cell is 8 kB.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     max_parse_depth = Integer(
         100,
         help="Deepest nesting of a code cell's syntax tree that the rule prover reads; a deeper "
         "cell is refused. The course's cells nest at most 17 deep.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
     max_parse_bytes = Integer(
         200_000,
         help="Source of all the student's code cells together (bytes) that is run and proved; "
         "the cells after that are refused. The course's notebooks have at most 41 kB of code.",
-    ).tag(config=True)
+    ).tag(config=True, limit=True)
 
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict

@@ -12,8 +12,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
+
+from attncourse.sandbox.tempdirs import FORKSERVER, owned_tempdir
 
 
 class ForkServers:
@@ -32,7 +33,7 @@ class ForkServers:
         server = self._servers.get(key)
         if server and server[0].poll() is None:
             return server[1]
-        home = tempfile.mkdtemp(prefix="attncourse-forkserver-")  # 0700, hidden from kernels
+        home = str(owned_tempdir(FORKSERVER))  # 0700, hidden from kernels
         path = os.path.join(home, "socket")
         proc = subprocess.Popen(
             [sys.executable, "-m", "attncourse.sandbox.forkserver", path, json.dumps(list(key))],

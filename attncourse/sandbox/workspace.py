@@ -3,18 +3,18 @@ directory (sockets, connection file, the launcher's record)."""
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
+from attncourse.sandbox.tempdirs import KERNEL, owned_tempdir
 
 
 class Workspace:
     """A kernel's private directories: ``work`` (its cwd, the student's files) and ``run``."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="attncourse-kernel-"))
+        self.root = Path(owned_tempdir(KERNEL))
         os.chmod(self.root, 0o711)
         self.work = self.root / "work"
         self.run = self.root / "run"

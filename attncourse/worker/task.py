@@ -2,6 +2,7 @@
 (one per run and thread count, each serving one student at a time, in the run's
 :class:`GradingPool`) until the client ends the run."""
 
+import errno
 import os
 import shutil
 import subprocess
@@ -24,9 +25,23 @@ from attncourse.handoffs import (
     GradingRequest,
     TaskResult,
 )
+from attncourse.sandbox.tempdirs import remove_stale
 from attncourse.worker.files import read_tree, write_tree
 
 LOG_BYTES = 1_000_000  # the end of a student's log that travels back to the client
+# The worker's own reasons for failing to grade anyone: its disk, its files, its memory.
+WORKER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EMFILE, errno.ENFILE}
+
+
+class WorkerFault(Exception):
+    """This worker cannot grade (no disk, ...): the client sends the student to another one."""
+
+    def __init__(self, address: str, reason: str):
+        super().__init__(address, reason)
+        self.address, self.reason = address, reason
+
+    def __str__(self):
+        return f"worker {self.address} cannot grade: {self.reason}"
 
 
 class GradingProcess:
@@ -36,7 +51,11 @@ class GradingProcess:
         self.threads = threads
         self.course = Path(course)
         shutil.rmtree(self.course, ignore_errors=True)
-        write_tree(self.course, bundle.files)
+        try:
+            write_tree(self.course, bundle.files)
+        except OSError:
+            shutil.rmtree(self.course, ignore_errors=True)  # a full disk: nothing half-written
+            raise
         self.gradebook = bundle.gradebook
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
@@ -117,6 +136,7 @@ class GradingPool(WorkerPlugin):
         self.stopped = False
         self.started = 0
         self.folder = Path(worker.local_directory)
+        remove_stale()  # a killed worker's fork-server and kernel folders; never a live one's
 
     def take(self, bundle: CourseBundle, threads: int) -> GradingProcess:
         """An idle grading process of ``threads`` threads per kernel, else a new one."""
@@ -161,12 +181,17 @@ def grade_on_worker(bundle: CourseBundle, job: GradingJob) -> TaskResult:
     host = get_address_host(worker.address)
     threads = job.threads or threads_per_kernel(job.slots.get(host, 1))
     pool = cast(GradingPool, worker.plugins[pool_name(bundle.run)])
-    grader = pool.take(bundle, threads)
     try:
-        autograde, files, log = grader.grade(job)
-    except BaseException:
-        grader.close()
-        raise
+        grader = pool.take(bundle, threads)
+        try:
+            autograde, files, log = grader.grade(job)
+        except BaseException:
+            grader.close()
+            raise
+    except OSError as e:
+        if e.errno not in WORKER_ERRNOS:
+            raise
+        raise WorkerFault(worker.address, f"{type(e).__name__}: {e}") from e
     pool.give_back(grader)
     return TaskResult(
         autograde=autograde,

@@ -1,0 +1,96 @@
+"""A worker's own faults lose no student: one that cannot grade (its disk full) has its students
+graded by the other workers, and a killed grader's temporary folders are removed by the next
+worker to start, never a live process's (in process: a Dask cluster of threads, no kernels)."""
+
+import errno
+import os
+import subprocess
+import sys
+
+from attncourse.worker.result import StudentResult
+
+from attncourse import pipeline
+from attncourse.sandbox.tempdirs import FORKSERVER, KERNEL, owned_tempdir, remove_stale
+from attncourse.worker.task import WORKER_ERRNOS, WorkerFault
+
+STUDENTS = [f"s{k}" for k in range(8)]
+
+
+def _graded_with(monkeypatch, tmp_path, fault: OSError) -> tuple[dict, list]:
+    """Every student through ``pipeline._graded`` on two workers, where worker 0 meets
+    ``fault`` as the real task does (a WorkerFault for the worker's own errors); student ->
+    result, and the students worker 0 was sent."""
+    from distributed import Client, LocalCluster, get_worker
+
+    sent_to_0 = tmp_path / "sent_to_0"  # a file: the task is a pickled copy of this function
+    sent_to_0.touch()
+
+    def grade_on_worker(bundle, job):
+        worker = get_worker()
+        if worker.name == 0:
+            with open(sent_to_0, "a") as f:
+                f.write(job["student"] + "\n")
+            if fault.errno in WORKER_ERRNOS:
+                raise WorkerFault(worker.address, str(fault)) from fault
+            raise fault
+        return StudentResult(job["student"], worker=str(worker.name))
+
+    monkeypatch.setattr(pipeline, "grade_on_worker", grade_on_worker)
+    monkeypatch.setattr(pipeline, "read_tree", lambda folder: {})
+    jobs = {
+        "course": tmp_path,
+        "assignment": "a",
+        "refused": dict.fromkeys(STUDENTS, []),
+        "args": [],
+        "threads": 1,
+        "slots": {},
+        "retries": 0,  # each failure comes back: the move is the client's
+        "resources": None,
+    }
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        return dict(
+            pipeline._graded(client, {"run": "r1"}, STUDENTS, jobs)
+        ), sent_to_0.read_text().split()
+
+
+def test_a_worker_out_of_disk_has_its_students_graded_by_the_other(monkeypatch, tmp_path):
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    results, sent_to_0 = _graded_with(monkeypatch, tmp_path, full)
+    assert sent_to_0, "worker 0 was sent no student"
+    assert sorted(results) == STUDENTS
+    assert {r.error for r in results.values()} == {None}, results
+    assert {r.worker for r in results.values()} == {"1"}
+
+
+def test_a_failure_not_of_the_worker_is_still_that_students_error(monkeypatch, tmp_path):
+    denied = OSError(errno.EACCES, os.strerror(errno.EACCES))
+    results, sent_to_0 = _graded_with(monkeypatch, tmp_path, denied)
+    assert sorted(results) == STUDENTS
+    errors = [r for r in results.values() if r.error]
+    assert sorted(r.student for r in errors) == sorted(set(sent_to_0))
+    assert all("Permission denied" in r.error for r in errors)
+    assert {r.worker for r in results.values() if not r.error} == {"1"}
+
+
+def test_a_killed_graders_folders_are_removed_and_a_live_ones_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    code = (
+        "from attncourse.sandbox.tempdirs import *; "
+        "print(owned_tempdir(KERNEL)); print(owned_tempdir(FORKSERVER))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    dead = out.stdout.split()  # their process has exited
+    live = [owned_tempdir(KERNEL), owned_tempdir(FORKSERVER)]  # this process's
+    other = tmp_path / "attncourse-kernel-norecord"  # no owner recorded: left alone
+    other.mkdir()
+    assert sorted(map(str, remove_stale())) == sorted(dead)
+    assert all(p.is_dir() for p in [*live, other])
+    assert not any(os.path.exists(p) for p in dead)
