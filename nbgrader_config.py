@@ -51,6 +51,21 @@ c.CourseDirectory.assignment_id = ""
 # Size of the kernel's one scratch tmpfs (MiB): its /tmp, /var/tmp, /dev/shm and what it writes in
 # its working copy, together.
 # c.SandboxKernelManager.tmpfs_mb = 256
+# Largest source of one cell (bytes); a larger cell is refused (not run, not proved). The course's
+# largest cell is 8 kB.
+# c.SubmissionLimits.max_cell_source_bytes = 50000
+# Cells a notebook may have; cells past it are dropped unread (the course's own cells are put back
+# from the release). The course's notebooks have at most 67.
+# c.SubmissionLimits.max_cells = 500
+# Largest notebook file (bytes) that is read at all; a larger one is refused whole, before its JSON
+# is parsed. The course's notebooks are about 100 kB without outputs.
+# c.SubmissionLimits.max_notebook_bytes = 20_971_520
+# Source of all the student's code cells together (bytes) that is run and proved; the cells after
+# that are refused. The course's notebooks have at most 41 kB of code.
+# c.SubmissionLimits.max_parse_bytes = 200_000
+# Deepest nesting of a code cell's syntax tree that the rule prover reads; a deeper cell is refused.
+# The course's cells nest at most 17 deep.
+# c.SubmissionLimits.max_parse_depth = 100
 # --- end of limits
 # One fork server (torch imported once) and one spare kernel per nbgrader command, shared by its
 # notebooks (attncourse grade's grading processes pass their own, shared by their students).

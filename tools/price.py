@@ -102,35 +102,11 @@ def _line(row, honest):
     )
 
 
-def limits_markdown() -> str:
-    """The README's list of the limits, made from their traits (default and help)."""
-    from attncourse.preprocessors.resilientexecute import ResilientExecute
-    from attncourse.preprocessors.submissionlimits import SubmissionLimits
-
-    lines = ["| limit | default | what it bounds |", "| --- | --- | --- |"]
-    for cls, names in [
-        (SubmissionLimits, list(SubmissionLimits.class_traits(config=True))),
-        (ResilientExecute, ["max_outputs", "max_output_bytes"]),
-    ]:
-        traits = cls.class_traits(config=True)
-        for name in names:
-            if name.startswith("max_"):
-                trait = traits[name]
-                lines.append(
-                    f"| `c.{cls.__name__}.{name}` | {trait.default_value:,} | {trait.help} |"
-                )
-    return "\n".join(lines)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--assignment", default="attention_variants")
     parser.add_argument("--without-limits", action="store_true")
-    parser.add_argument("--readme", action="store_true", help="print the README's list of limits")
     args = parser.parse_args(argv)
-    if args.readme:
-        print(limits_markdown())
-        return 0
     print(
         "| notebook | wall s | CPU s | peak MB | CPU / honest | memory / honest | goal "
         "| score | outcome |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"

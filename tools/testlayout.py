@@ -90,6 +90,8 @@ FOLDERS = {
         "test_report.py",
         "test_soak.py",
         "test_submission_limits.py",
+        "test_submission_limits_graded.py",
+        "test_worker_faults.py",
     ],
     "sandbox": [
         "test_attacks.py",

@@ -36,11 +36,11 @@ WORKER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EMFIL
 class WorkerFault(Exception):
     """This worker cannot grade (no disk, ...): the client sends the student to another one."""
 
-    def __init__(self, address: str, reason: str):
+    def __init__(self, address: str, reason: str) -> None:
         super().__init__(address, reason)
         self.address, self.reason = address, reason
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"worker {self.address} cannot grade: {self.reason}"
 
 

@@ -137,12 +137,3 @@ def test_every_limit_is_a_configurable_trait_with_help():
         ]
     )
     assert all(traits[name].help for name in limits)
-
-
-def test_the_readme_lists_the_limits_as_their_traits_define_them():
-    from tools.price import limits_markdown
-
-    readme = (ROOT / "README.md").read_text()
-    start = "<!-- limits: made by `python tools/price.py --readme` -->\n"
-    block = readme.split(start, 1)[1].split("\n<!-- /limits -->", 1)[0]
-    assert block == limits_markdown()

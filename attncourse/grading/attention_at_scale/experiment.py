@@ -9,7 +9,7 @@ import torch
 
 from attncourse.judge.checks import answer, call, describe, fail, integer, rng_for
 
-from .training import IGNORE
+from .references import IGNORE
 
 PART_DATA, PART_LAYERS = "Part 6(a)", "Part 6(b)"
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+IGNORE = -100  # Part 6: the target of a position that is not a query (no loss, no accuracy)
+
 F64 = torch.float64
 
 # ---------------------------------------------------------------- each student's own numbers

@@ -20,10 +20,10 @@ from attncourse.judge.checks import (
     to_grading,
 )
 
+from .references import IGNORE
 from .tolerances import ATTENDS_TOL, CAUSAL_TOL, DECREASE_TOL, LOSS_TOL
 
 F64 = torch.float64
-IGNORE = -100  # the target of a position that is not a query
 
 # References of Part 6 with one right answer (the loss of one batch, where a layer's outputs
 # read later tokens) and the named mistakes beside them; the recall data has no single right

@@ -7,9 +7,9 @@ import os
 import subprocess
 import sys
 
-from attncourse.worker.result import StudentResult
-
 from attncourse import pipeline
+from attncourse.handoffs import AutogradeResult, CourseBundle, TaskResult
+from attncourse.runrecord import RunRecord
 from attncourse.sandbox.tempdirs import FORKSERVER, KERNEL, owned_tempdir, remove_stale
 from attncourse.worker.task import WORKER_ERRNOS, WorkerFault
 
@@ -29,33 +29,33 @@ def _graded_with(monkeypatch, tmp_path, fault: OSError) -> tuple[dict, list]:
         worker = get_worker()
         if worker.name == 0:
             with open(sent_to_0, "a") as f:
-                f.write(job["student"] + "\n")
+                f.write(job.student + "\n")
             if fault.errno in WORKER_ERRNOS:
                 raise WorkerFault(worker.address, str(fault)) from fault
             raise fault
-        return StudentResult(job["student"], worker=str(worker.name))
+        graded = AutogradeResult(None, 0.0, RunRecord(), None, None)
+        return TaskResult(graded, {}, "", str(worker.name), worker.address, None, 1, 0.0)
 
     monkeypatch.setattr(pipeline, "grade_on_worker", grade_on_worker)
     monkeypatch.setattr(pipeline, "read_tree", lambda folder: {})
-    jobs = {
-        "course": tmp_path,
-        "assignment": "a",
-        "refused": dict.fromkeys(STUDENTS, []),
-        "args": [],
-        "threads": 1,
-        "slots": {},
-        "retries": 0,  # each failure comes back: the move is the client's
-        "resources": None,
-    }
+    run = pipeline._Run(
+        course=tmp_path,
+        assignment="a",
+        refused=dict.fromkeys(STUDENTS, []),
+        nbgrader_args=(),
+        threads=1,
+        retries=0,  # each failure comes back: the move is the client's
+        where="here",
+    )
     with (
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
         ) as cluster,
         Client(cluster) as client,
     ):
-        return dict(
-            pipeline._graded(client, {"run": "r1"}, STUDENTS, jobs)
-        ), sent_to_0.read_text().split()
+        bundle = CourseBundle(run="r1", files={}, gradebook=b"")
+        graded = pipeline._graded(client, bundle, STUDENTS, run, (), {}, None)
+        return dict(graded), sent_to_0.read_text().split()
 
 
 def test_a_worker_out_of_disk_has_its_students_graded_by_the_other(monkeypatch, tmp_path):
@@ -63,7 +63,7 @@ def test_a_worker_out_of_disk_has_its_students_graded_by_the_other(monkeypatch, 
     results, sent_to_0 = _graded_with(monkeypatch, tmp_path, full)
     assert sent_to_0, "worker 0 was sent no student"
     assert sorted(results) == STUDENTS
-    assert {r.error for r in results.values()} == {None}, results
+    assert all(isinstance(r, TaskResult) for r in results.values()), results
     assert {r.worker for r in results.values()} == {"1"}
 
 
@@ -71,10 +71,10 @@ def test_a_failure_not_of_the_worker_is_still_that_students_error(monkeypatch, t
     denied = OSError(errno.EACCES, os.strerror(errno.EACCES))
     results, sent_to_0 = _graded_with(monkeypatch, tmp_path, denied)
     assert sorted(results) == STUDENTS
-    errors = [r for r in results.values() if r.error]
-    assert sorted(r.student for r in errors) == sorted(set(sent_to_0))
-    assert all("Permission denied" in r.error for r in errors)
-    assert {r.worker for r in results.values() if not r.error} == {"1"}
+    errors = {student: r for student, r in results.items() if isinstance(r, str)}
+    assert sorted(errors) == sorted(set(sent_to_0))
+    assert all("Permission denied" in r for r in errors.values())
+    assert {r.worker for s, r in results.items() if s not in errors} == {"1"}
 
 
 def test_a_killed_graders_folders_are_removed_and_a_live_ones_kept(tmp_path, monkeypatch):

@@ -3,13 +3,13 @@ each refusal names its limit and cell in the graded notebook, the honest score i
 
 import nbformat
 import pytest
-from attncourse.autograde import prepare
-from attncourse.submissions import solution_submission, write_submission
 
 from attncourse.constants import AUTOGRADED
 from attncourse.course import ROOT, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.runrecord import RunRecord
+from devtools.autograde import prepare
+from devtools.submissions import solution_submission, write_submission
 from tools import hostile
 
 pytestmark = [pytest.mark.slow, pytest.mark.kernel]
