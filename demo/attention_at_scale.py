@@ -8,9 +8,9 @@ to Part 4(c).
 """
 
 import nbformat
-from attncourse.demo import PARTLY, RIGHT, WRONG, in_own_words
 
 from attncourse.course import ROOT, notebook_path
+from devtools.demo import PARTLY, RIGHT, WRONG, in_own_words
 from devtools.submissions import solution_answers
 
 _SOLUTION = solution_answers(

@@ -145,7 +145,8 @@ def read_arrays(fill: Callable[[memoryview], None], count: int, room: int) -> li
         buffer = np.empty(nbytes, np.uint8)
         fill(memoryview(buffer))
         array = buffer.view(dtype).reshape(shape)
-        arrays.append(array != 0 if dtype == np.bool_ else array)  # a bool is its byte's truth
+        # a bool is its byte's truth (np.asarray: a 0-d comparison is a scalar, not an array)
+        arrays.append(np.asarray(array != 0) if dtype == np.bool_ else array)
     return arrays
 
 

@@ -137,6 +137,8 @@ def test_a_bool_is_the_truth_of_its_byte():
     (got,), _ = read(frame(agent.DTYPES.index("bool"), (3,), b"\x00\x01\x07"))
     assert got.dtype == np.bool_ and got.tolist() == [False, True, True]
     assert got.view(np.uint8).tolist() == [0, 1, 1]
+    (scalar,), _ = read(frame(agent.DTYPES.index("bool"), (), b"\x05"))
+    assert type(scalar) is np.ndarray and scalar.shape == () and bool(scalar)  # not np.bool_
 
 
 def back(value):
@@ -155,6 +157,8 @@ def back(value):
         np.zeros((2, 0, 4), dtype=np.float32),
         torch.tensor(2.5),
         np.array(7),
+        torch.tensor(True),
+        np.array(False),
     ],
     ids=[
         "transposed",
@@ -165,6 +169,8 @@ def back(value):
         "zero_middle",
         "zero_dim_tensor",
         "zero_dim_array",
+        "zero_dim_bool_tensor",
+        "zero_dim_bool_array",
     ],
 )
 def test_non_contiguous_and_zero_size_arrays_arrive_with_their_shape_and_values(value):

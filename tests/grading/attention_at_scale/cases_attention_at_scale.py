@@ -8,11 +8,11 @@ wrong merge costs Part 5 too (``DEPENDS``). Each part is one question (``QUESTIO
 correct and eight wrong rows per part.
 """
 
-from cases_attention_at_scale_part6 import CASES as PART6_CASES
-from cases_attention_at_scale_part6 import DEPENDS as PART6_DEPENDS
-from cases_attention_at_scale_part6 import GROUPS as PART6_GROUPS
-from cases_attention_at_scale_part6 import MESSAGES as PART6_MESSAGES
 from casetable import Case, cases_table, source_notebook
+from part6_rows import CASES as PART6_CASES
+from part6_rows import DEPENDS as PART6_DEPENDS
+from part6_rows import GROUPS as PART6_GROUPS
+from part6_rows import MESSAGES as PART6_MESSAGES
 
 from devtools.submissions import solution_answers
 
@@ -39,7 +39,7 @@ def QUESTION_OF(group):
     return group[:2]
 
 
-# Part 6's groups and rows (cases_attention_at_scale_part6, written on Part 6 run alone since it
+# Part 6's groups and rows (part6_rows, written on Part 6 run alone since it
 # reads nothing of Parts 1-5), their groups named p6_... here.
 GROUPS.update({f"p6_{name}": group for name, group in PART6_GROUPS.items()})
 

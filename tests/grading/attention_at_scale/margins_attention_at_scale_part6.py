@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[2] / "helpers")]
 
-from cases_attention_at_scale_part6 import CASES  # noqa: E402
 from fragmentrun import verdicts  # noqa: E402
+from part6_rows import CASES  # noqa: E402
 
 from attncourse.grading.attention_at_scale import training  # noqa: E402
 
