@@ -51,6 +51,15 @@ WRITTEN = {
         "Tiled attention uses much less memory, and it is a bit faster for long sequences.\n",
         "The tiled version is slower, so FlashAttention does not help on any hardware.\n",
     ),
+    "p6_what_the_plot_shows": (
+        "At the same cache size the variants with fewer, wider key/value heads recall first: "
+        "MQA reaches 0.73 at 16 elements per token where MHA's four narrow heads stay at chance, "
+        "and GQA recalls from 32. Recall needs each head's key to be wide enough to tell the "
+        "context's keys apart, so spending the cache on width beats spending it on heads. MLA "
+        "needed 64 here and its result moved with the seed, so one run does not rank it.\n",
+        "Bigger caches recall better, and MQA does best at the smallest cache.\n",
+        "MHA is best at every size because it has the most heads.\n",
+    ),
 }
 
 STUDENTS = {

@@ -91,6 +91,9 @@ def check_softmax(ns):
         ("scores of order one, dim = 1", randn(gen, a, n, b, scale=3.0), 1),
         ("scores in the thousands", randn(gen, a, b, n, scale=5.0) + offsets, -1),
         ("scores spread over thousands", randn(gen, a, b, n, scale=600.0), -1),
+        # one score 2,000 above its row: only the maximum keeps every exponent <= 0 (the mean or
+        # the minimum leaves one above 709, where float64's exp overflows)
+        ("one score far above its row", randn(gen, a, b, n) + _spike(a, b, n), -1),
         ("float32 scores in the thousands", (randn(gen, a, b, n, scale=5.0) + offsets).float(), 2),
     ]
     for label, s, dim in trials:
@@ -107,6 +110,13 @@ def check_softmax(ns):
         close(
             what, call(lse, args, what), lse_reference(s, dim), _wrong(s, dim, True), dtype=s.dtype
         )
+
+
+def _spike(a, b, n):
+    """2,000 at the last score of every row, 0 elsewhere."""
+    spike = torch.zeros(a, b, n, dtype=torch.float64)
+    spike[..., -1] = 2000.0
+    return spike
 
 
 def _wrong(s, dim, lse):

@@ -29,7 +29,7 @@ LSE_MINE_TOL = 2e-3
 # (relative); the closest named mistake, K and V counted once, is off by a factor of at least 2.
 RATIO_MINE_TOL = 1e-3
 
-# Part 6 (margins: tests/grading/attention_at_scale/margins_attention_at_scale_part6.py, worst correct, closest mistake).
+# Part 6 (margins: tests/grading/attention_at_scale/part6_margins.py, worst correct, closest mistake).
 # Causality: the largest change of an output at t when only tokens after t changed, relative to
 # the largest output. Bound: a masked score is exp(-inf) = 0 exactly, so a causal layer's row t
 # is computed from the same numbers whatever follows; only kernels that sum in another order for

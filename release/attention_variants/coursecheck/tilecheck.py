@@ -21,13 +21,13 @@ def check_tiles(func, part="Part 3", name="flash_forward", seed=0) -> None:
     from .agent import Recorder
 
     rng = random.Random(seed)
-    gen = torch.Generator().manual_seed(seed)
+    draw = torch.Generator().manual_seed(seed)
     d = rng.choice([2, 3])
     for wide_queries in (True, False):
         for causal in (False, True):
             t = tile_sizes(rng, d, wide_queries, causal)
             Q, K, V = (
-                torch.randn(t.B, t.H, t.L, t.d, generator=gen, dtype=torch.float64)
+                torch.randn(t.B, t.H, t.L, t.d, generator=draw, dtype=torch.float64)
                 for _ in range(3)
             )
             with torch.no_grad(), Recorder() as recorder:
