@@ -80,7 +80,11 @@ from attncourse.worker.files import read_tree, write_tree
 from attncourse.worker.task import GradingPool, WorkerFault, grade_on_worker, pool_name
 
 IN_FLIGHT_PER_SLOT = 2  # students sent per grading slot before the first ones come back
-MOVES = 3  # times a student is sent on from a worker that could not grade (WorkerFault)
+# A student refused by a worker that could not grade (WorkerFault) is sent on, held to the
+# workers that have not refused anyone (strictly: a loose restriction let Dask's work stealing
+# hand it back to the idle faulty worker, and CI's soak lost a student after 4 refusals by one
+# full disk); given up when MOVES different workers refused it.
+MOVES = 3
 
 
 @dataclass(frozen=True)
@@ -438,13 +442,16 @@ def _graded(
     """Yield (student, task result) as the cluster grades ``todo``, sending a few students per
     grading slot at a time; a task that failed for good yields the error's words instead. A
     student a worker could not grade for its own reason (:class:`WorkerFault`: its disk full,
-    ...) is sent again, to the other workers from then on (up to ``MOVES`` times)."""
+    ...) is sent again, to the other workers only (until ``MOVES`` different workers refused
+    it); the others are steered away from the workers that refused anyone (loosely: if every
+    fit worker leaves, any worker). A moved student waits for a fit worker if all have left."""
     from distributed import as_completed
 
     the_course = client.submit(_the_course, bundle, key=f"course-{run.assignment}-{bundle.run}")
     pending = list(todo)
     futures: dict[Any, str] = {}
     moved: dict[str, int] = {}  # student -> times sent to another worker
+    refused_by: dict[str, set[str]] = {}  # student -> the workers that could not grade it
     unfit: set[str] = set()  # addresses of workers that could not grade
     done = as_completed()
 
@@ -465,7 +472,7 @@ def _graded(
                 priority=len(pending),  # in the order sent: longest first
                 pure=False,
                 workers=fit,
-                allow_other_workers=bool(fit),  # if every fit worker goes, any worker
+                allow_other_workers=bool(fit) and student not in refused_by,
             )
             futures[future] = student
             done.add(future)
@@ -478,12 +485,16 @@ def _graded(
         except WorkerFault as e:
             future.release()
             unfit.add(e.address)
-            if moved.get(student, 0) < MOVES:
+            refused_by.setdefault(student, set()).add(e.address)
+            if len(refused_by[student]) < MOVES:
                 moved[student] = moved.get(student, 0) + 1
                 pending.insert(0, student)
                 send_more()
                 continue
-            result = f"grading failed: {e}"
+            result = (
+                f"grading failed: {len(refused_by[student])} workers could not grade it; "
+                f"the last: {e}"
+            )
         except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good
             result = f"grading failed: {type(e).__name__}: {e}"
         future.release()

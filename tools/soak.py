@@ -219,6 +219,16 @@ def _students(course):
     return sorted(p.name for p in (course / "submitted").iterdir())
 
 
+def _errors(logs: list[Path]) -> set:
+    """The students a summary line of ``logs`` gives the status ``error``."""
+    return {
+        m.group(2)
+        for log in logs
+        for m in map(LINE.match, log.read_text(errors="replace").splitlines())
+        if m and m.group(1) == "error"
+    }
+
+
 def _checks(course, url, drawn, reference, base) -> dict:
     """Exactly once, equal to serial, export = roster, formgrader's queries: figures and failures."""
     failed = []
@@ -229,6 +239,9 @@ def _checks(course, url, drawn, reference, base) -> dict:
         failed.append(
             f"not graded exactly once (student: times): {dict(list(wrong_count.items())[:10])}"
         )
+    errors = sorted(_errors(logs))
+    if errors:  # the grader's own failure: the log says why
+        failed.append(f"graded as error (see the client logs): {errors[:10]}")
     scores = cell_scores(course, ASSIGNMENT, url=url)
     if set(scores) != set(drawn):
         failed.append(f"gradebook rows != roster: {sorted(set(drawn) ^ set(scores))[:10]}")
