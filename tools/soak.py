@@ -13,7 +13,8 @@ full. Afterwards it checks that every student was graded exactly once (one summa
 one gradebook row each, resubmissions twice), each score equals a serial ``nbgrader
 autograde`` of the same notebook (each distinct notebook of the pool graded once: students
 are drawn from the pool, so that is every notebook there is), the export's rows equal the
-roster, the gradebook queries behind formgrader's pages for the assignment answer within 2 s,
+roster, formgrader's pages for the assignment (a JupyterLab server on the course's PostgreSQL
+gradebook, timed over HTTP: each page and the API call that fills it) load within 2 s,
 and no process, kernel or temporary directory is left behind. It prints the figures and
 exits non-zero if a check failed.
 """
@@ -252,10 +253,18 @@ def _checks(course, url, drawn, reference, base) -> dict:
     exported = _exported(course / "grades.csv")
     if exported != set(drawn):
         failed.append(f"export rows != roster: {sorted(exported ^ set(drawn))[:10]}")
-    page_s = _formgrader_queries(course, url)
+    page_s, rows = _formgrader_queries(course, url)
     if max(page_s.values()) >= 2.0:
-        failed.append(f"formgrader's queries took {page_s}")
-    return {"formgrader_s": page_s, "failed": failed, "graded_lines": sum(times.values())}
+        failed.append(f"formgrader's pages took {page_s}")
+    shown = {rows["manage_submissions"], rows["notebook_submissions"], rows["students"]}
+    if shown != {len(drawn)}:
+        failed.append(f"formgrader's pages list {rows} rows, not the {len(drawn)} students")
+    return {
+        "formgrader_s": page_s,
+        "formgrader_rows": rows,
+        "failed": failed,
+        "graded_lines": sum(times.values()),
+    }
 
 
 def _exported(csv_path: Path) -> set:
@@ -270,27 +279,42 @@ def _exported(csv_path: Path) -> set:
 
 
 def _formgrader_queries(course: Path, url: str) -> dict:
-    """Seconds of the gradebook work behind formgrader's pages for the assignment (nbgrader's
-    own API, as its handlers call it): the assignment list, Manage Submissions and the
-    notebook's submissions page."""
-    from nbgrader.apps.api import NbGraderAPI as API
-    from nbgrader.coursedir import CourseDirectory
+    """Seconds formgrader's pages for the assignment take to load, and the rows each API call
+    returned, over HTTP from a JupyterLab
+    server on the course and its PostgreSQL gradebook (first load of each): the assignment
+    list, Manage Submissions, the notebook's submissions in the gradebook view and the
+    students list, each page's HTML and the API call its script makes for the rows."""
+    import urllib.request
 
-    from attncourse.course import course_config
+    from attncourse.formgrader import running
 
-    config = course_config(course)
-    config.CourseDirectory.db_url = url
-    api = API(CourseDirectory(config=config, root=str(course)), config=config)
-    timed = {}
-    for name, call in {
-        "assignments": lambda: api.get_assignments(),
-        "manage_submissions": lambda: api.get_submissions(ASSIGNMENT),
-        "notebook_submissions": lambda: api.get_notebook_submissions(ASSIGNMENT, ASSIGNMENT),
-    }.items():
-        started = time.monotonic()
-        call()
-        timed[name] = round(time.monotonic() - started, 2)
-    return timed
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + f"\nc.CourseDirectory.db_url = {url!r}\n")
+    pages = {
+        "assignments": ["/formgrader/manage_assignments", "/formgrader/api/assignments"],
+        "manage_submissions": [
+            f"/formgrader/manage_submissions/{ASSIGNMENT}",
+            f"/formgrader/api/submissions/{ASSIGNMENT}",
+        ],
+        "notebook_submissions": [
+            f"/formgrader/gradebook/{ASSIGNMENT}/{ASSIGNMENT}",
+            f"/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}",
+        ],
+        "students": ["/formgrader/manage_students", "/formgrader/api/students"],
+    }
+    timed, rows = {}, {}
+    with running(course, course.parent / "formgrader.log") as (base, token):
+        for name, paths in pages.items():
+            started = time.monotonic()
+            for path in paths:
+                request = urllib.request.Request(
+                    base + path, headers={"Authorization": f"token {token}"}
+                )
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    body = response.read()
+            timed[name] = round(time.monotonic() - started, 2)
+            rows[name] = len(json.loads(body))  # the API's rows (not a login page)
+    return timed, rows
 
 
 def main(argv=None) -> int:
