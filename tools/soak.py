@@ -185,27 +185,32 @@ def _first_round(course, cluster, pg, base, n) -> dict:
         (0.6, "database restarted"),
     ]
     faults = []
-    while client.poll() is None or schedule:
-        done = sum(graded_so_far(logs).values())
-        if schedule and done >= schedule[0][0] * n:
-            _, fault = schedule.pop(0)
-            faults.append(f"{fault} after {done} students")
-            if fault == "worker killed":
-                cluster.kill("w1")
-                cluster.add("w3")
-            elif fault == "client killed":
-                client.send_signal(signal.SIGKILL)
-                client.wait()
-                missing = sorted(set(_students(course)) - set(graded_so_far(logs)))
-                logs.append(base / "client-2.log")
-                client = grading_client(course, cluster, pg.url, logs[-1], missing)
-            elif fault == "database restarted":
-                pg.restart()
-            else:
-                cluster.add("w4", disk_full=True)
-        elif client.poll() is not None:
-            schedule = []  # the class was graded before the rest of the faults came
-        time.sleep(1)
+    try:
+        while client.poll() is None or schedule:
+            done = sum(graded_so_far(logs).values())
+            if schedule and done >= schedule[0][0] * n:
+                _, fault = schedule.pop(0)
+                faults.append(f"{fault} after {done} students")
+                if fault == "worker killed":
+                    cluster.kill("w1")
+                    cluster.add("w3")
+                elif fault == "client killed":
+                    client.send_signal(signal.SIGKILL)
+                    client.wait()
+                    missing = sorted(set(_students(course)) - set(graded_so_far(logs)))
+                    logs.append(base / "client-2.log")
+                    client = grading_client(course, cluster, pg.url, logs[-1], missing)
+                elif fault == "database restarted":
+                    pg.restart()
+                else:
+                    cluster.add("w4", disk_full=True)
+            elif client.poll() is not None:
+                schedule = []  # the class was graded before the rest of the faults came
+            time.sleep(1)
+    finally:  # the run stopped half-way: its client goes too
+        if client.poll() is None:
+            client.kill()
+            client.wait()
     full = cluster.base / "w4.log"  # the full-disk worker: lines naming a WorkerFault it raised
     moved = full.read_text(errors="replace").count("WorkerFault") if full.exists() else 0
     return {
@@ -322,6 +327,8 @@ def main(argv=None) -> int:
     parser.add_argument("--students", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=35)
     args = parser.parse_args(argv)
+    # Stopped (kill, a CI's timeout): the cluster, the database and the folders go as on Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="attncourse-soak-") as tmp:
         figures = run(args.students, Path(tmp), args.seed)
     print(json.dumps(figures, indent=1))
