@@ -168,20 +168,28 @@ def serve(path: str, preload: list[str]) -> None:
                     _signal_group(pid, int(json.loads(line)["signal"]))
                 except (ValueError, KeyError, TypeError):
                     pass
-        while kernels:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            if pid in kernels:
-                send(kernels.pop(pid), {"exit": os.waitstatus_to_exitcode(status) % 256})
-                try:
-                    selector.unregister(conn)
-                except (KeyError, ValueError):
-                    pass
-                conn.close()
+        _reap(kernels, selector)
+
+
+def _reap(kernels: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    """Report each copy that exited to its own launcher, and close that launcher's connection
+    (never another's: a launcher connected meanwhile is the next kernel's)."""
+    while kernels:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        launcher = kernels.pop(pid, None)
+        if launcher is None:
+            continue
+        send(launcher, {"exit": os.waitstatus_to_exitcode(status) % 256})
+        try:
+            selector.unregister(launcher)
+        except (KeyError, ValueError):
+            pass
+        launcher.close()
 
 
 def _signal_group(pid, sig):

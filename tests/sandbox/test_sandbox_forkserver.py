@@ -1,0 +1,73 @@
+"""The fork server's protocol with several launchers: each hears of its own kernel only.
+
+Found by the fault corpus (``ignores_interrupt``): the grader killed a hung kernel and at once
+started the next in a fresh launcher; when the server reaped the killed kernel's copy after
+accepting the new launcher, it closed the new launcher's connection instead of the old one,
+and that launcher exited as if its kernel had died ("died before replying to kernel_info").
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from sandboxkit import tempfile_dir
+
+from attncourse.sandbox.forkclient import read_line, send
+from attncourse.sandbox.forkstart import ForkServers
+from attncourse.sandbox.kernelmanager import SandboxKernelManager
+
+pytestmark = pytest.mark.kernel  # the server's copies set up the launcher's sandbox
+
+KILLED = signal.SIGKILL.value
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def _launch(server: str, root: Path) -> tuple[socket.socket, int]:
+    """Ask the server at ``server`` for a sandboxed sleeper in ``root``, as a launcher does:
+    (the launcher's connection, the pid of the server's copy that runs it)."""
+    (root / "work").mkdir()
+    (root / "run").mkdir()
+    km = SandboxKernelManager(cgroup_memory_mb=0)
+    km.use_run_dir(root / "run")
+    request = {"spec": km.spec(root / "work"), "cmd": SLEEPER, "env": dict(os.environ)}
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(30)
+    conn.connect(server)
+    conn.sendall((json.dumps(request) + "\n").encode())
+    return conn, json.loads(read_line(conn))["pid"]
+
+
+def _answer(conn: socket.socket) -> dict | None:
+    """The server's next message on ``conn``, or None when it closed the connection."""
+    line = read_line(conn)
+    return json.loads(line) if line else None
+
+
+def test_a_killed_kernel_is_reported_to_its_own_launcher_and_no_other():
+    servers = ForkServers()
+    server = servers.socket([])
+    assert server, "the fork server did not start"
+    roots = [Path(tempfile_dir()), Path(tempfile_dir())]
+    (first, first_pid), (second, second_pid) = (_launch(server, root) for root in roots)
+    try:
+        os.killpg(first_pid, signal.SIGKILL)  # as the launcher's death makes the server do
+        assert _answer(first) == {"exit": -KILLED % 256}
+        # The second launcher's kernel lives on: the server still relays its signals and
+        # reports its exit to it, not a closed connection.
+        send(second, {"signal": KILLED})
+        assert _answer(second) == {"exit": -KILLED % 256}, "the server closed the connection"
+    finally:
+        for pid in (first_pid, second_pid):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        first.close()
+        second.close()
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
