@@ -51,6 +51,11 @@ c.CourseDirectory.assignment_id = ""
 # Size of the kernel's one scratch tmpfs (MiB): its /tmp, /var/tmp, /dev/shm and what it writes in
 # its working copy, together.
 # c.SandboxKernelManager.tmpfs_mb = 256
+# Bytes of attachments (images pasted into Markdown cells, as JSON) the cells of a notebook may
+# carry together, in cell order; a cell whose attachments pass it loses them before the notebook is
+# read. Submitted outputs are never read: the notebook runs again. The course's notebooks carry
+# none.
+# c.SubmissionLimits.max_attachment_bytes = 5_000_000
 # Largest source of one cell (bytes); a larger cell is refused (not run, not proved). The course's
 # largest cell is 8 kB.
 # c.SubmissionLimits.max_cell_source_bytes = 50000

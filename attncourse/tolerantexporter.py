@@ -5,7 +5,11 @@ from aborting that student's grading: the notebook's record says why it was unre
 (where the JSON breaks, by line and column, as the json module finds it), and
 :class:`~attncourse.preprocessors.resilientexecute.ResilientExecute` fails its tests
 with that reason. A file larger than ``SubmissionLimits.max_notebook_bytes`` is refused
-the same way, before its JSON is parsed (no more than the limit is ever read).
+the same way, before its JSON is parsed (no more than the limit is ever read). What its
+cells carry is held to the limits once the JSON is parsed, before nbformat checks it
+(:meth:`~attncourse.preprocessors.submissionlimits.SubmissionLimits.drop_carried`: the outputs
+cleared, attachments within ``max_attachment_bytes``), and what was dropped is handed to the
+limits' preprocessor in the resources (:class:`~attncourse.preprocessors.submissionlimits.Carried`).
 """
 
 import json
@@ -16,7 +20,7 @@ from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.validator import iter_validate
 
-from attncourse.preprocessors.submissionlimits import SubmissionLimits
+from attncourse.preprocessors.submissionlimits import CARRIED, SubmissionLimits
 from attncourse.runrecord import RunRecord
 from attncourse.status import Status, SubmissionStatus
 
@@ -81,7 +85,8 @@ class TolerantNotebookExporter(NotebookExporter):
     def from_file(
         self, file_stream: IO, resources: ResourcesDict | None = None, **kw
     ) -> tuple[str, ResourcesDict]:
-        limit = SubmissionLimits(config=self.config).max_notebook_bytes
+        limits = SubmissionLimits(config=self.config)
+        limit = limits.max_notebook_bytes
         # The bytes where the stream has them: a file that is not UTF-8 is the student's
         # problem, said as such, not an error of the text stream that nbconvert opened.
         data = getattr(file_stream, "buffer", file_stream).read(limit + 1)
@@ -94,7 +99,9 @@ class TolerantNotebookExporter(NotebookExporter):
             RunRecord(refused=reason).store(nb)
             return self.from_notebook_node(nb, resources=resources, **kw)
         try:
-            nb = nbformat.reads(data.decode() if isinstance(data, bytes) else data, as_version=4)
+            parsed = json.loads(data.decode() if isinstance(data, bytes) else data)
+            carried = limits.drop_carried(parsed)
+            nb = nbformat.reads(json.dumps(parsed), as_version=4)
             broken = unreadable_cells(nb)
             nbformat.validate(nb)
         except Exception as e:  # not JSON, not a notebook, not UTF-8: the student's problem
@@ -106,4 +113,7 @@ class TolerantNotebookExporter(NotebookExporter):
                 record = RunRecord.of(nb)
                 record.repairs += [f"a cell that {why} was replaced by a note" for why in broken]
                 record.store(nb)
+            if carried.attachments:
+                resources = ResourcesDict() if resources is None else resources
+                resources[CARRIED] = carried
         return self.from_notebook_node(nb, resources=resources, **kw)

@@ -25,6 +25,18 @@ def many_outputs(nb: NotebookNode, outputs: int = 200_000) -> NotebookNode:
     return out
 
 
+def carried_outputs(nb: NotebookNode, cells: int = 4, outputs: int = 20_000) -> NotebookNode:
+    """The first ``cells`` code cells carrying ``outputs`` one-character outputs each, just
+    outside nbformat's schema (a stream without its name), as ``make fuzz`` drew them (about
+    3.3 MB as JSON for 4 x 20,000): the grader never reads them, but nbformat's schema check
+    would, one by one, and costs most on those it must explain."""
+    out = copy.deepcopy(nb)
+    code = [cell for cell in out.cells if cell.cell_type == "code"][:cells]
+    for cell in code:
+        cell.outputs = [nbformat.from_dict({"output_type": "stream", "text": "x"})] * outputs
+    return out
+
+
 def parse_bomb(nb: NotebookNode, cells: int = 60, cell_bytes: int = 45_000) -> NotebookNode:
     """Cells of large flat literals (about 3 syntax-tree nodes per 4 bytes) just under the
     source limit, one cell far over it, and one nested 5,000 deep in cell magics."""
@@ -50,6 +62,7 @@ def attachment(nb: NotebookNode, megabytes: int = 50) -> NotebookNode:
 HOSTILE = {
     "10,000 cells": many_cells,
     "many tiny outputs": many_outputs,
+    "80,000 outputs carried": carried_outputs,
     "rules parse bomb": parse_bomb,
     "50 MB attachment": attachment,
 }

@@ -35,6 +35,7 @@ CPU_GOAL, MEMORY_GOAL = 3.0, 1.5
 NO_LIMITS = """
 c.SubmissionLimits.max_notebook_bytes = 2**40
 c.SubmissionLimits.max_cells = 10**9
+c.SubmissionLimits.max_attachment_bytes = 2**40
 c.SubmissionLimits.max_cell_source_bytes = 2**40
 c.SubmissionLimits.max_parse_depth = 10**9
 c.SubmissionLimits.max_parse_nodes = 10**12

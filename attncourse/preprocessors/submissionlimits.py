@@ -10,10 +10,20 @@ cells over a limit lose anything. The whole file's size is held at the door, bef
 is parsed (:class:`~attncourse.tolerantexporter.TolerantNotebookExporter`), and a cell's
 output at run time (:class:`~attncourse.preprocessors.resilientexecute.ResilientExecute`).
 Each refusal is a fault of the run record (``"refused: ..."``), named by the cell's place.
+
+What the file's cells carry beside their source is held at the door too, by
+:meth:`SubmissionLimits.drop_carried` on the parsed JSON, before nbformat checks it against
+its schema (a cost of about a millisecond per output: 20,000 one-character outputs in a few
+cells cost 30 s and more): submitted outputs are never graded (the notebook runs again), so
+every one is cleared there, at no cost to the student; attachments (images pasted into
+Markdown) are kept up to ``max_attachment_bytes``, and a cell whose attachments pass it loses
+them (``"dropped: ..."``, through :class:`Carried` in the resources).
 """
 
 import ast
+import json
 from collections import Counter
+from dataclasses import dataclass
 
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
@@ -27,6 +37,15 @@ from attncourse.pointers import cell_places
 from attncourse.runrecord import RunRecord
 
 REFUSED = "refused"  # the key of a refused cell's reason in its metadata (METADATA_KEY)
+CARRIED = "attncourse_carried"  # the resources key of what the exporter dropped (Carried)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What :meth:`SubmissionLimits.drop_carried` dropped of a submitted file: ``(cell index,
+    bytes)`` of each cell whose attachments passed ``max_attachment_bytes``."""
+
+    attachments: tuple[tuple[int, int], ...] = ()
 
 
 def refusal(cell: NotebookNode) -> str | None:
@@ -77,12 +96,42 @@ class SubmissionLimits(NbGraderPreprocessor):
         help="Source of all the student's code cells together (bytes) that is run and proved; "
         "the cells after that are refused. The course's notebooks have at most 41 kB of code.",
     ).tag(config=True, limit=True)
+    max_attachment_bytes = Integer(
+        5_000_000,
+        help="Bytes of attachments (images pasted into Markdown cells, as JSON) the cells of a "
+        "notebook may carry together, in cell order; a cell whose attachments pass it loses them "
+        "before the notebook is read. Submitted outputs are never read: the notebook runs again. The "
+        "course's notebooks carry none.",
+    ).tag(config=True, limit=True)
+
+    def drop_carried(self, nb: object) -> Carried:
+        """Clear the outputs of the cells of ``nb`` (a parsed notebook file, any version, in
+        place) and drop the attachments past ``max_attachment_bytes``; what was dropped."""
+        if not isinstance(nb, dict):
+            return Carried()
+        sheets = nb.get("worksheets") if isinstance(nb.get("worksheets"), list) else []
+        older = [c for w in sheets if isinstance(w, dict) for c in _cells(w)]  # nbformat 3
+        for cell in older + _cells(nb):
+            if "outputs" in cell and cell.get("cell_type") == "code":
+                cell["outputs"] = []
+            else:  # outputs have no place there, and the schema would still descend into them
+                cell.pop("outputs", None)
+        budget, dropped = self.max_attachment_bytes, []
+        for index, cell in enumerate(nb.get("cells") or []):
+            if isinstance(cell, dict) and "attachments" in cell:
+                size = len(json.dumps(cell["attachments"]))
+                budget -= size
+                if budget < 0:
+                    del cell["attachments"]
+                    dropped.append((index, size))
+        return Carried(tuple(dropped))
 
     def preprocess(
         self, nb: NotebookNode, resources: ResourcesDict
     ) -> tuple[NotebookNode, ResourcesDict]:
         for cell in nb.cells:  # the grader's marks are its own: what the file carries is dropped
             cell.metadata.pop(METADATA_KEY, None)
+        carried = self._carried_faults(nb, resources.get(CARRIED))
         dropped = self._drop_extra_cells(nb)
         refused = {}
         for index, cell in enumerate(nb.cells):
@@ -104,6 +153,7 @@ class SubmissionLimits(NbGraderPreprocessor):
                 refused[index] = why
                 cell.source = ""
         record = RunRecord.of(nb)
+        record.faults += carried
         places = cell_places(nb) if refused else {}
         said = Counter()  # (grade id, where, fault) -> cells: cells refused alike named once
         for index, (limit, why) in sorted(refused.items()):
@@ -127,9 +177,28 @@ class SubmissionLimits(NbGraderPreprocessor):
                     "(SubmissionLimits.max_cells); they were not read",
                 }
             )
-        if refused or dropped:
+        if refused or dropped or carried:
             record.store(nb)
         return nb, resources
+
+    def _carried_faults(self, nb: NotebookNode, carried: Carried | None) -> list[dict]:
+        """A fault of the run record per cell that lost its attachments at the door."""
+        if not isinstance(carried, Carried) or not carried.attachments:
+            return []
+        places, faults = cell_places(nb), []
+        for index, size in carried.attachments:
+            if index not in places:
+                continue
+            gid = grade_id(nb.cells[index]) or ""
+            where = places[index].name + (f" (`{gid}`)" if gid else "")
+            fault = (
+                f"dropped: its attachments ({size:,} bytes) passed the {self.max_attachment_bytes:,}"
+                " bytes of attachments a notebook may carry (SubmissionLimits.max_attachment_bytes);"
+                " they were not read"
+            )
+            self.log.warning("Dropped the attachments of %s: %s", where, fault)
+            faults.append({"cell": gid, "where": where, "fault": fault})
+        return faults
 
     def _drop_extra_cells(self, nb: NotebookNode) -> int:
         """Keep ``max_cells`` cells: those with a grade id first (once each), then the others
@@ -165,3 +234,9 @@ class SubmissionLimits(NbGraderPreprocessor):
             f"the notebook's code cells passed {self.max_parse_bytes:,} bytes in all, what the "
             "grader runs and proves, by this cell"
         )
+
+
+def _cells(holder: dict) -> list[dict]:
+    """The cells of a parsed notebook (or an nbformat 3 worksheet) that are JSON objects."""
+    cells = holder.get("cells")
+    return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []

@@ -141,6 +141,29 @@ MISTAKES = {
     ),
 }
 
+# Tiled forwards with wrong values: the values checks' mistakes, never the footprint's.
+VALUES_MISTAKES = {
+    "the running sum not rescaled": tiled(MATMUL, **{"l = alpha * l + ": "l = l + "}),
+    "lse the max alone": tiled(MATMUL, **{"= m + torch.log(l)": "= m"}),
+    "the diagonal block not masked inside": tiled(
+        MATMUL, **{"if causal and k1 > q0:": "if False:"}
+    ),
+    "the partial last blocks dropped": tiled(
+        MATMUL,
+        **{
+            "range(0, L, block_q)": "range(0, L - block_q + 1, block_q)",
+            "range(0, q1 if causal else L, block_k)": (
+                "range(0, (q1 if causal else L) - block_k + 1, block_k)"
+            ),
+        },
+    ),
+}
+# Forms nothing, computes nothing: no footprint point for it.
+NOTHING = """
+def flash_forward(Q, K, V, block_q, block_k, causal=False):
+    return torch.zeros_like(Q), torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+"""
+
 
 @dataclass(frozen=True)
 class Attack:

@@ -1,5 +1,6 @@
 """The price of one submission (attncourse.preprocessors.submissionlimits): each limit refuses
-only the cells over it, naming the limit and the cell; an honest notebook passes untouched.
+only the cells over it, naming the limit and the cell; an honest notebook passes untouched;
+the outputs a file carries are cleared before anything reads them.
 
 The hostile notebooks are those ``make price`` measures (tools/hostile.py); the graded run
 beside an honest student is in test_submission_limits_graded.py.
@@ -7,6 +8,8 @@ beside an honest student is in test_submission_limits_graded.py.
 
 import copy
 import io
+import json
+import time
 
 import nbformat
 import pytest
@@ -124,6 +127,49 @@ def test_a_file_within_the_size_limit_is_read_as_usual(honest):
     assert RunRecord.of(nb).refused is None and len(nb.cells) == len(honest.cells)
 
 
+def read(nb, **limits):
+    """``nb`` written and read as autograde reads a submitted file, then held to the limits:
+    the notebook, its run record's faults and the CPU seconds of the reading."""
+    exporter = TolerantNotebookExporter()
+    for name, value in limits.items():
+        setattr(exporter.config.SubmissionLimits, name, value)
+    data = json.dumps(nb)  # as saved, even outside the schema
+    started = time.process_time()
+    text, resources = exporter.from_file(io.StringIO(data))
+    seconds = time.process_time() - started
+    out, _ = SubmissionLimits(**limits).preprocess(nbformat.reads(text, as_version=4), resources)
+    return out, RunRecord.of(out).faults, seconds
+
+
+def test_outputs_a_file_carries_are_cleared_unread_at_no_cost_to_anyone(honest):
+    """80,000 outputs saved in the file (3.3 MB): schema-checked one by one they cost 30 s
+    and more; cleared before the check, the file reads about as fast as the honest one, and
+    the student loses nothing (outputs are made again when the notebook runs)."""
+    control, control_faults, control_s = read(honest)
+    hostile_nb = hostile.carried_outputs(honest)
+    assert len(json.dumps(hostile_nb)) > 3_000_000
+    out, faults, seconds = read(hostile_nb)
+    assert seconds < 1.0, f"{seconds:.2f} s (the honest notebook: {control_s:.2f} s)"
+    assert faults == control_faults == []
+    assert [c.source for c in out.cells] == [c.source for c in control.cells]
+    assert all(c.outputs == [] for c in out.cells if c.cell_type == "code")
+
+
+def test_attachments_past_the_limit_are_dropped_naming_the_cell_and_limit(honest):
+    out, faults, _ = read(hostile.attachment(honest, megabytes=3), max_attachment_bytes=2_000_000)
+    assert [f["where"] for f in faults] == ["a cell you added after Part 14"]
+    assert "SubmissionLimits.max_attachment_bytes" in faults[0]["fault"]
+    assert "attachments" not in out.cells[-1]
+    assert [c.source for c in out.cells] == [c.source for c in honest.cells] + [
+        out.cells[-1].source
+    ]
+
+
+def test_attachments_within_the_limit_are_kept(honest):
+    out, faults, _ = read(hostile.attachment(honest, megabytes=1), max_attachment_bytes=2_000_000)
+    assert faults == [] and "x.png" in out.cells[-1].attachments
+
+
 def test_every_limit_is_a_configurable_trait_with_help():
     traits = SubmissionLimits.class_traits(config=True)
     limits = [name for name in traits if name.startswith("max_")]
@@ -134,6 +180,7 @@ def test_every_limit_is_a_configurable_trait_with_help():
             "max_cell_source_bytes",
             "max_parse_depth",
             "max_parse_bytes",
+            "max_attachment_bytes",
         ]
     )
     assert all(traits[name].help for name in limits)

@@ -1,11 +1,12 @@
 """The footprint of a tiled attention forward, judged in this process (``LocalChannel``).
 
 Honest tiled forwards (matmul, einsum, bmm batched over heads, float32 inside, blocks
-concatenated; the sizes drawn from the secret, partial last blocks) pass; each named
-mistake (the L x L matrix, a strip, blocks stacked into L x L, an L x L buffer filled in
-place, blocks above the diagonal computed then masked, a causal loop one block too far) fails
-naming it; every attack that hides the matrix from the record (numpy, ``torch.compile``, a
-popped dispatch mode, ``torch._C`` guards, checkpointing, ``torch.jit``, ``torch.ops``, a
+concatenated; the sizes drawn from the secret, partial last blocks) pass, and so do tiled
+forwards with wrong values (the values checks' mistakes); each named mistake (the L x L
+matrix, a strip, blocks stacked into L x L, an L x L buffer filled in place, blocks above
+the diagonal computed then masked, a causal loop one block too far, a forward that computes
+nothing) fails naming it; every attack that hides the matrix from the record (numpy,
+``torch.compile``, a popped dispatch mode, ``torch._C`` guards, checkpointing, ``torch.jit``, ``torch.ops``, a
 tensor subclass, a mode in another cell) is refused by the footprint rule before any call,
 beside its control (the same matrix formed plainly), which the record catches. The
 record's own parsing refuses what is not a record.
@@ -14,7 +15,7 @@ record's own parsing refuses what is not a record.
 import numpy as np
 import pytest
 import torch
-from footprintcases import ATTACKS, FIRST, HONEST, MISTAKES
+from footprintcases import ATTACKS, FIRST, HONEST, MISTAKES, NOTHING, VALUES_MISTAKES
 
 from attncourse.grading.attention_at_scale.footprint_checks import check_tiles_footprint
 from attncourse.judge import footprint, verdict
@@ -46,6 +47,18 @@ def test_honest_forward_passes_under_other_secrets():
     """Other block sizes and partial blocks (the sizes come from the secret)."""
     for secret in ("a", "b", "c"):
         assert judge(HONEST["einsum"], secret=secret) is None
+
+
+@pytest.mark.parametrize("name", VALUES_MISTAKES)
+def test_a_values_mistake_costs_no_footprint_point(name):
+    """The values checks judge the values; the footprint check only what is formed."""
+    assert judge(VALUES_MISTAKES[name]) is None
+
+
+def test_a_forward_that_computes_nothing_earns_no_footprint_point():
+    assert judge(HONEST["matmul"]) is None
+    message = judge(NOTHING)
+    assert message is not None and "score products were not found" in message, message
 
 
 @pytest.mark.parametrize("name", MISTAKES)

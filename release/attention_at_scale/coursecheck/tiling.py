@@ -6,9 +6,13 @@ far from what is allowed: with one block side ``wide`` >= 100 d and the other ``
 L >= 100 narrow, a strip of scores (a wide block against every position) and the full L x L
 matrix exceed the largest allowed tensor (an input, the output, or a block of scores) at
 least 100-fold. :func:`judge_tiles` decides one call: no tensor above :data:`SLACK` times the
-allowed size, the fused-attention family absent, few values taken out as Python numbers, every
-score computed by a product the footprint recognises, and in causal mode no score product
-beyond the blocks on or below the diagonal. Shipped to students for the visible check.
+allowed size, the fused-attention family absent, few values taken out as Python numbers, the
+scores of every pair of whole blocks (wholly below the diagonal in causal mode: the pairs any
+tiled forward computes, whatever it does with the partial last blocks) computed by products
+the footprint recognises (a forward that computes nothing forms nothing, and earns nothing),
+and in causal mode no score product beyond the blocks on or below the diagonal. The values
+are the values checks' (a values mistake costs no footprint point). Shipped to students for
+the visible check.
 """
 
 import math
@@ -80,6 +84,16 @@ def tile_sizes(rng, d, wide_queries, causal, B=1, H=3) -> Tiles:
     raise RuntimeError(f"no tile sizes for d={d}")
 
 
+def whole_block_scores(t: Tiles) -> int:
+    """Scores of the pairs of a whole query block and a whole key block (in causal mode only
+    the pairs wholly below the diagonal, every key before every query): every tiled forward
+    computes them, for every batch entry and head."""
+    rows = [(q0, q1) for q0, q1 in blocks(t.L, t.block_q) if q1 - q0 == t.block_q]
+    cols = [(k0, k1) for k0, k1 in blocks(t.L, t.block_k) if k1 - k0 == t.block_k]
+    pairs = sum(1 for q0, _ in rows for _, k1 in cols if not t.causal or k1 - 1 <= q0)
+    return t.B * t.H * pairs * t.block_q * t.block_k
+
+
 def _mistake(shape, t: Tiles) -> str:
     dims = list(shape)
     if dims.count(t.L) >= 2:
@@ -123,16 +137,20 @@ def judge_tiles(fp: Footprint, t: Tiles, part: str, name: str = "flash_forward")
             f"{fp.scalars()} (.item(), float(t), int(t))",
             "computing with Python numbers where the record cannot see",
         )
-    scores, batch = fp.scores(t.d), t.B * t.H
+    scores, needed = fp.scores(t.d), whole_block_scores(t)
+    if scores < needed:
+        where = " wholly below the diagonal" if t.causal else ""
+        fail(
+            f"{what}: the score products were not found",
+            f"query-key products (@, matmul, einsum, bmm) for at least the {needed:,} scores of "
+            f"the pairs of whole blocks{where}",
+            f"products for {scores:,} scores",
+            "no scores computed, or scores computed by an operation other than a matrix or "
+            "broadcast product",
+        )
     if not t.causal:
-        if scores < batch * t.L * t.L:
-            fail(
-                f"{what}: the score products were not found",
-                f"query-key products (@, matmul, einsum, bmm) for all {batch * t.L * t.L:,} scores",
-                f"products for {scores:,} scores",
-                "scores computed by an operation other than a matrix or broadcast product",
-            )
         return
+    batch = t.B * t.H
     below, above, entries = causal_blocks(t.L, t.block_q, t.block_k)
     extra = scores - batch * entries
     if extra > 0:

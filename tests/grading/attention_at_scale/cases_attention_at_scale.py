@@ -306,21 +306,18 @@ P2_MERGE = [
 
 # ------------------------------------------------------------------- Part 3
 FF, CB = "p3_tiles_answer", "p3_blocks_answer"
-# a5trace's footprint check compares the values of its recorded calls too
+# The footprint check judges what is formed, never the values: a values mistake costs the
+# values tests only, a footprint mistake the footprint test only.
 FOOTPRINT = "p3_tiles_footprint_test"
-VALUE_TESTS = ("p3_tiles_values", "p3_tiles_causal", FOOTPRINT)
+VALUE_TESTS = ("p3_tiles_values", "p3_tiles_causal")
+F32_INSIDE = (
+    "    B, H, L_q, d = Q.shape\n",
+    "    dtype = Q.dtype\n    Q, K, V = Q.float(), K.float(), V.float()\n    B, H, L_q, d = Q.shape\n",
+    "    return O, lse",
+    "    return O.to(dtype), lse.to(dtype)",
+)
 P3_TILES = [
-    (
-        "float32_inside",
-        sub(
-            FF,
-            "    B, H, L_q, d = Q.shape\n",
-            "    dtype = Q.dtype\n    Q, K, V = Q.float(), K.float(), V.float()\n    B, H, L_q, d = Q.shape\n",
-            "    return O, lse",
-            "    return O.to(dtype), lse.to(dtype)",
-        ),
-        (),
-    ),
+    ("float32_inside", sub(FF, *F32_INSIDE), ()),
     (
         "einsum_blocks",
         sub(
@@ -366,6 +363,15 @@ P3_TILES = [
         ),
         (),
     ),
+    (
+        # A float32 answer off by 1.5e-5 (relative): above the 1e-5 the footprint check once
+        # held its values to, within VALUES_TOL (1e-4) and below the worst correct answer
+        # measured (2.0e-5, tolerances.py); the float32 idioms of Part 3 measured stay below
+        # 1e-5 (float32 inside 3e-7, normalised at every block 3e-7, two passes 7e-6).
+        "float32_off_by_1_5e-5_within_the_values_tolerance",
+        sub(FF, *F32_INSIDE, "    return O.to(dtype)", "    return (O * (1 + 1.5e-5)).to(dtype)"),
+        (),
+    ),
     ("sum_not_rescaled", sub(FF, "l = l * alpha + p.sum", "l = l + p.sum"), VALUE_TESTS),
     (
         "output_not_rescaled",
@@ -401,7 +407,7 @@ P3_TILES = [
     (
         "diagonal_block_not_masked_inside",
         sub(FF, "if causal and j + s.shape[-1] > i + 1:", "if False:"),
-        ("p3_tiles_causal", FOOTPRINT),
+        ("p3_tiles_causal",),
     ),
     (
         "partial_last_blocks_dropped",
