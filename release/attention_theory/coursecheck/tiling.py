@@ -148,18 +148,32 @@ def judge_tiles(fp: Footprint, t: Tiles, part: str, name: str = "flash_forward")
             "no scores computed, or scores computed by an operation other than a matrix or "
             "broadcast product",
         )
-    if not t.causal:
-        return
     batch = t.B * t.H
     below, above, entries = causal_blocks(t.L, t.block_q, t.block_k)
-    extra = scores - batch * entries
-    if extra > 0:
+    once = batch * (entries if t.causal else t.L * t.L)  # each block of scores formed once
+    extra = scores - once
+    second_pass = (
+        f"each block of scores formed {scores / once:.1f} times: a second pass over the key "
+        "blocks (the forward is one pass, each block formed once and rescaled as it goes)"
+    )
+    if t.causal and extra > 0:
         fail(
-            f"{what}: scores computed above the diagonal",
-            f"products only for the {below} pairs of blocks on or below the diagonal "
+            f"{what}: scores computed above the diagonal, or blocks formed twice",
+            f"products only for the {below} pairs of blocks on or below the diagonal, each once "
             f"({batch * entries:,} scores; {above} pairs lie above it)",
             f"products for {scores:,} scores: about {extra / (batch * t.block_q * t.block_k):.1f} "
             "blocks more",
-            "blocks above the diagonal computed and masked off, or the loop over key blocks "
+            second_pass
+            if scores >= 2 * once
+            else "blocks above the diagonal computed and masked off, or the loop over key blocks "
             "running one block too far",
+        )
+    # Not causal: only a whole second pass is refused (a last block padded to full size adds
+    # less than one pass: the text asks for shorter last blocks, not for this count).
+    if scores >= 2 * once:
+        fail(
+            f"{what}: blocks of scores formed more than once",
+            f"products for the {once:,} scores of the L x L pairs, each block once",
+            f"products for {scores:,} scores",
+            second_pass,
         )
