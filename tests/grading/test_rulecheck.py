@@ -259,6 +259,7 @@ def test_the_shipped_prover_holds_no_grading_code_reference_tolerance_or_secret(
         "libraries.py",
         "pointing.py",
         "program.py",
+        "reachstate.py",
         "recordable.py",
         "resolve.py",
         "rules.py",
