@@ -10,7 +10,7 @@ the very proof the judge runs; the judge proves again on the notebook as handed 
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Protocol, cast
 
 from . import recordable, rules
 from .failure import GradingError, fail
@@ -47,15 +47,21 @@ class Rule:
     why: str = ""
 
 
-C = TypeVar("C", bound=Callable)  # a check
+class RuledCheck(Protocol):
+    """A check that declares the rules it grades (:func:`proves`)."""
+
+    rules: tuple[Rule, ...]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
-def proves(*rule_list: Rule) -> Callable[[C], C]:
+def proves(*rule_list: Rule) -> Callable[[Callable[..., Any]], RuledCheck]:
     """Declare the rules a check grades (read by the release build): ``check.rules``."""
 
-    def declare(check: C) -> C:
-        check.rules = tuple(rule_list)  # type: ignore[attr-defined]  # a function's own attribute, read by the release build
-        return check
+    def declare(check: Callable[..., Any]) -> RuledCheck:
+        ruled = cast(RuledCheck, check)  # the function itself, given its attribute here
+        ruled.rules = tuple(rule_list)
+        return ruled
 
     return declare
 
