@@ -12,6 +12,8 @@ and in causal mode no product beyond the blocks on or below the diagonal.
 """
 
 from attncourse.judge.checks import answer, call, check_close, fail, generator, randn, rng_for
+from attncourse.judge.footprint import Footprint
+from attncourse.judge.remote import Remote, StudentNamespace
 from attncourse.judge.rulebook import FOOTPRINT, NO_FUSED, Rule, prove, proves
 from attncourse.judge.tiling import Tiles, judge_tiles, tile_sizes
 
@@ -24,7 +26,7 @@ NAME = "flash_forward"
 VALUES_TOL = 1e-5
 
 
-def _traced(ns, func, t: Tiles, test_id):
+def _traced(ns: StudentNamespace, func: Remote, t: Tiles, test_id: str) -> Footprint:
     """One recorded call on the sizes ``t``; its values checked; its footprint."""
     gen = generator(test_id)
     Q, K, V = (randn(gen, t.B, t.H, t.L, t.d) for _ in range(3))
@@ -43,7 +45,7 @@ def _traced(ns, func, t: Tiles, test_id):
     Rule(FOOTPRINT, NAME, PART),
     Rule(NO_FUSED, NAME, PART),
 )
-def check_tiles_footprint(ns):
+def check_tiles_footprint(ns: StudentNamespace) -> None:
     """No intermediate above a block of scores; causal mode computes no block above the
     diagonal (values checked too: a forward that computes nothing forms nothing)."""
     prove(check_tiles_footprint.rules, ns)
