@@ -39,7 +39,7 @@ def matrix64(rows: list[list[float]] | np.ndarray) -> Tensor:
 # (assignment, id).
 
 
-def worksheet_instance(student: str) -> dict[str, np.ndarray]:
+def worksheet_instance(student):
     """The numbers of Q3 and Q5 for ``student``: the same on every call, different between ids."""
     seed = hashlib.sha256(f"attention_worksheet:{student}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(seed[:8], "little"))
