@@ -287,6 +287,8 @@ ALLOWED_IMPORTS = {
     "math",
     "random",
     "builtins",
+    "collections",  # collections.abc and typing: the type hints of the judge's modules
+    "typing",
     "dataclasses",
     "functools",
     "hashlib",
