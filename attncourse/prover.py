@@ -34,6 +34,7 @@ SHIPPED = (
     "libraries",
     "program",
     "values",
+    "reachstate",
     "walk",
     "calls",
     "scopes",

@@ -33,6 +33,7 @@ import os
 import socket
 import struct
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy
 import torch
@@ -60,7 +61,7 @@ _TYPE = (0).__class__.__class__
 _MRO = _TYPE.__dict__["__mro__"].__get__
 
 
-def is_instance(obj, cls):
+def is_instance(obj: object, cls: type) -> bool:
     """``obj`` is an instance of ``cls`` by its real type, asking no ``__instancecheck__``,
     ``__class__`` or ``mro()`` of the notebook's: every class on the way has the plain
     metaclass ``type`` (a metaclass of one's own could answer for itself)."""
@@ -111,9 +112,11 @@ class Recorder(TorchDispatchMode):
     operation its name's index in ``names``, its input and output counts, then each shape's
     ndim and dims, in the flat list ``codes`` (read by ``footprint.from_wire`` in the judge)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.names, self.index, self.codes = [], {}, []
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.codes: list[int] = []
         self.count, self.truncated = 0, False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -139,7 +142,7 @@ class Recorder(TorchDispatchMode):
         self.count += 1
         return out
 
-    def record(self):
+    def record(self) -> dict[str, object]:
         """The footprint as plain data for the reply."""
         return {
             "names": list(self.names),
@@ -157,6 +160,17 @@ def _shapes(values):
         elif type(value) in (list, tuple):
             shapes += [tuple(v.shape) for v in value if isinstance(v, torch.Tensor)]
     return shapes
+
+
+class Connection(Protocol):
+    """What a message travels over: a socket, or the fast tests' bytes (``channel._Bytes``)."""
+
+    def sendall(self, data: bytes | memoryview, /) -> None: ...
+
+    def recv_into(self, view: memoryview, /) -> int: ...
+
+
+Serve = Callable[[str, list[numpy.ndarray]], tuple[str, list[numpy.ndarray]]]
 
 
 class _Server:
@@ -282,11 +296,11 @@ class _Server:
             kwargs = {k: self.decode(v, arrays) for k, v in request.get("kwargs", {}).items()}
             out = io.StringIO()
             grad = torch.no_grad() if request.get("no_grad") else contextlib.nullcontext()
-            recorder = Recorder() if request.get("footprint") else contextlib.nullcontext()
-            with contextlib.redirect_stdout(out), grad, recorder:
+            recorder = Recorder() if request.get("footprint") else None
+            with contextlib.redirect_stdout(out), grad, recorder or contextlib.nullcontext():
                 value = func(*args, **kwargs)
             reply = {"value": self.handle(value) if request.get("ref") else self.encode(value)}
-            if request.get("footprint"):
+            if recorder is not None:
                 reply["footprint"] = self.encode(recorder.record())
             if request.get("stdout"):
                 reply["stdout"] = out.getvalue()[:MAX_TEXT]
@@ -318,13 +332,13 @@ def _text(obj, attr=None, limit=2000):
         return "<unprintable>"
 
 
-def make_server(namespace: dict) -> Callable:
+def make_server(namespace: dict) -> Serve:
     """A request handler over ``namespace`` (the notebook's globals): (text, arrays) in,
     (text, arrays) out."""
     return _Server(namespace).serve
 
 
-def read_exact(conn: socket.socket, size: int) -> bytearray | None:
+def read_exact(conn: Connection, size: int) -> bytearray | None:
     """``size`` bytes from the socket ``conn``, or None when the peer closed it first."""
     data = bytearray(size)
     return data if _fill(conn, memoryview(data)) else None
@@ -340,7 +354,7 @@ def _fill(conn, view):
     return True
 
 
-def write_message(conn: socket.socket, data: bytes, arrays: Sequence = ()) -> None:
+def write_message(conn: Connection, data: bytes, arrays: Sequence[numpy.ndarray] = ()) -> None:
     """Send ``data`` (bytes) and ``arrays`` as one message: its header, its bytes, then each
     array's header, shape and raw bytes (C order, little-endian: as numpy keeps them here)."""
     conn.sendall(HEADER.pack(len(data), len(arrays)) + data)
@@ -350,10 +364,10 @@ def write_message(conn: socket.socket, data: bytes, arrays: Sequence = ()) -> No
         dims = b"".join(DIM.pack(n) for n in array.shape)
         conn.sendall(ARRAY.pack(code, array.ndim, array.nbytes) + dims)
         if array.nbytes:
-            conn.sendall(memoryview(array.reshape(-1)).cast("B"))
+            conn.sendall(array.reshape(-1).data.cast("B"))
 
 
-def read_message(conn: socket.socket, limit: int) -> tuple[bytes, list] | None:
+def read_message(conn: Connection, limit: int) -> tuple[bytes, list[numpy.ndarray]] | None:
     """The next message's (bytes, arrays); None at the peer's close, at an empty message
     (the judge is done) or at a message longer than ``limit`` in all."""
     header = read_exact(conn, HEADER.size)
@@ -378,7 +392,7 @@ def read_message(conn: socket.socket, limit: int) -> tuple[bytes, list] | None:
         if _product(shape) * dtype.itemsize != nbytes:
             return None
         buffer = numpy.empty(nbytes, numpy.uint8)
-        if not _fill(conn, memoryview(buffer)):
+        if not _fill(conn, buffer.data):
             return None
         arrays.append(buffer.view(dtype).reshape(shape))
     return (bytes(data), arrays) if data is not None else None
@@ -391,14 +405,14 @@ def _product(shape):
     return total
 
 
-def serve_connection(conn: socket.socket, serve: Callable, limit: int = MAX_REQUEST_BYTES) -> None:
+def serve_connection(conn: Connection, serve: Serve, limit: int = MAX_REQUEST_BYTES) -> None:
     """Answer the request messages of ``conn`` with ``serve`` until ``read_message`` says stop."""
     while (request := read_message(conn, limit)) is not None:
         text, arrays = serve(request[0].decode("utf-8"), request[1])
         write_message(conn, text.encode("utf-8"), arrays)
 
 
-def install(namespace, name, path):
+def install(namespace: dict[str, object], name: str, path: str) -> None:
     """Kernel bootstrap: listen at ``path`` and bind ``name`` to a function that serves one
     connection of the judge (one check's requests, named by a token) until it is done."""
     serve = make_server(namespace)

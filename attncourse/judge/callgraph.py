@@ -6,8 +6,10 @@ edge (caller -> callees).
 
 from __future__ import annotations
 
+from attncourse.judge.reachstate import ReachState
 
-class CallGraph:
+
+class CallGraph(ReachState):
     """Recursion found in ``self.edges`` (a part of :class:`~attncourse.judge.resolve.Reach`)."""
 
     def _recursion(self):

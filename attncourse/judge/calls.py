@@ -14,10 +14,11 @@ import builtins
 
 from attncourse.dangerous import DYNAMIC_BUILTINS, HOOK, PLAIN_DUNDERS
 from attncourse.judge.libraries import ITERATING, ITERATING_METHODS, under, value_methods
+from attncourse.judge.reachstate import ReachState
 from attncourse.judge.values import Cls, Fn, Lib, LibObj, Obj, Value, text_of
 
 
-class Calls:
+class Calls(ReachState):
     """Calls followed or refused (a part of :class:`~attncourse.judge.resolve.Reach`)."""
 
     def _call(self, node, scope, unit):

@@ -16,7 +16,9 @@ import itertools
 import socket
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +40,7 @@ STOPPED = (
     "notebook's code closed the grader's channel)"
 )
 TIMED_OUT = "the call did not finish within the time limit"
+T = TypeVar("T")
 
 
 class LocalChannel:
@@ -47,12 +50,14 @@ class LocalChannel:
         self._serve = make_server(namespace)
         self.max_reply_bytes = max_reply_bytes  # a test's bound (grading: ResilientExecute's)
 
-    def send(self, text: str, arrays: list = ()) -> tuple[str, list[np.ndarray]]:
+    def send(self, text: str, arrays: Sequence[np.ndarray] = ()) -> tuple[str, list[np.ndarray]]:
         """The reply (its text and arrays) to a request, both carried as bytes."""
         kernel = _Bytes()
         write_message(kernel, text.encode("utf-8"), arrays)
-        data, received = read_message(kernel, MAX_REQUEST_BYTES)
-        text, arrays = self._serve(data.decode("utf-8"), received)
+        request = read_message(kernel, MAX_REQUEST_BYTES)
+        if request is None:  # as PipeChannel.send: over the limit, not a TypeError
+            raise KernelFault("a request of more bytes than the channel carries")
+        text, arrays = self._serve(request[0].decode("utf-8"), request[1])
         judge = _Bytes()
         write_message(judge, text.encode("utf-8"), arrays)
         return _read_reply(judge.recv_exactly, self.max_reply_bytes)
@@ -61,24 +66,24 @@ class LocalChannel:
 class _Bytes:
     """A connection that keeps what is sent, to be received in turn."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._data, self._at = bytearray(), 0
 
-    def sendall(self, data):
+    def sendall(self, data: bytes | memoryview, /) -> None:
         self._data += data
 
-    def recv_into(self, view):
+    def recv_into(self, view: memoryview, /) -> int:
         n = min(len(view), len(self._data) - self._at)
         view[:n] = self._data[self._at : self._at + n]
         self._at += n
         return n
 
-    def recv_exactly(self, view):
+    def recv_exactly(self, view: memoryview) -> None:
         if self.recv_into(view) < len(view):
             raise ConnectionResetError("closed")
 
 
-def _read_reply(fill, limit):
+def _read_reply(fill: Callable[[memoryview], None], limit: int) -> tuple[str, list[np.ndarray]]:
     """A reply's (text, arrays), read by ``fill(view)`` within ``limit`` bytes in all."""
     header = bytearray(HEADER.size)
     fill(memoryview(header))
@@ -107,7 +112,15 @@ class PipeChannel:
     request of that check.
     """
 
-    def __init__(self, execute, path, max_reply_bytes, timeout, stop, grace):
+    def __init__(
+        self,
+        execute: Callable[[str], object],
+        path: str | Path,
+        max_reply_bytes: int,
+        timeout: Callable[[], float],
+        stop: Callable[[threading.Event], None],
+        grace: float,
+    ) -> None:
         self._execute = execute
         self.path = str(path)
         self.max_reply_bytes = max_reply_bytes
@@ -116,19 +129,19 @@ class PipeChannel:
         self._grace = grace
         self._installed = False
         self._tokens = itertools.count()
-        self._conn = None
+        self._conn: socket.socket | None = None
         self._why = LOST
         self._served = threading.Event()
 
-    def reset(self):
+    def reset(self) -> None:
         """The kernel was replaced: install the agent again before the next check."""
         self._installed = False
 
-    def fail(self, why):
+    def fail(self, why: str) -> None:
         """Every request of this check fails with ``why`` (the kernel cannot be reached)."""
         self._drop(why)
 
-    def open(self):
+    def open(self) -> str | None:
         """Connect for one check; the code whose execution serves it, or None (then every
         request fails). Installs the agent first in a kernel that lacks it."""
         if not self._installed:
@@ -151,14 +164,15 @@ class PipeChannel:
         self._conn, self._why = conn, LOST
         return f"{AGENT_NAME}({token!r})"
 
-    def judge(self, work, serve):
+    def judge(self, work: Callable[[], T], serve: Callable[[str], object]) -> T:
         """``work()`` (a check whose requests come here) in a thread while ``serve(code)``
         runs the kernel's serving execution in this one; ``work``'s result. ``serve`` may
         raise (the kernel died): the check's pending request fails, then the error goes on."""
         code = self.open()
         if code is None:
             return work()
-        served, box = threading.Event(), {}
+        served = threading.Event()
+        box: dict[str, Any] = {}
         self._served = served
 
         def run():
@@ -183,7 +197,7 @@ class PipeChannel:
             raise box["error"]
         return box["result"]
 
-    def send(self, text: str, arrays: list = ()) -> tuple[str, list[np.ndarray]]:
+    def send(self, text: str, arrays: Sequence[np.ndarray] = ()) -> tuple[str, list[np.ndarray]]:
         """The kernel's reply (its text and arrays) to the request ``text`` with ``arrays``."""
         conn = self._conn
         if conn is None:
@@ -194,7 +208,7 @@ class PipeChannel:
             raise KernelFault(f"a request of {size} bytes is more than the channel carries")
         deadline = time.monotonic() + self._timeout()
 
-        def fill(view):
+        def fill(view: memoryview) -> None:
             _receive_into(conn, view, deadline)
 
         try:
@@ -217,7 +231,7 @@ class PipeChannel:
             self._drop(STOPPED)
             raise KernelFault(STOPPED) from None
 
-    def close(self):
+    def close(self) -> None:
         """The check is done: tell the kernel (an empty frame) and close the connection."""
         conn = self._conn
         if conn is not None:
@@ -226,20 +240,20 @@ class PipeChannel:
                 conn.sendall(HEADER.pack(0, 0))
         self._drop(LOST)
 
-    def abort(self):
+    def abort(self) -> None:
         """The serving execution ended: a request still waiting for its reply fails now."""
         conn = self._conn
         if conn is not None:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
 
-    def _drop(self, why):
+    def _drop(self, why: str) -> None:
         conn, self._conn, self._why = self._conn, None, why
         if conn is not None:
             conn.close()
 
 
-def _receive_into(conn, view, deadline):
+def _receive_into(conn: socket.socket, view: memoryview, deadline: float) -> None:
     """Fill ``view`` from ``conn`` before ``deadline`` (TimeoutError), or OSError if it closed."""
     got, size = 0, len(view)
     while got < size:

@@ -31,6 +31,7 @@ the visible footprint check).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 Shape = tuple[int, ...]
@@ -99,7 +100,7 @@ class Footprint:
         """Values taken out of tensors as Python numbers (``.item()``, ``float(t)``)."""
         return sum(op.name.startswith(SCALAR) for op in self.ops)
 
-    def named(self, words) -> TensorOp | None:
+    def named(self, words: Iterable[str]) -> TensorOp | None:
         """The first operation whose name holds one of ``words`` (lower case), or None."""
         return next((op for op in self.ops if any(w in op.name.lower() for w in words)), None)
 
@@ -125,7 +126,7 @@ def causal_blocks(length: int, block_q: int, block_k: int) -> tuple[int, int, in
     return below, above, entries
 
 
-def from_wire(value) -> Footprint:
+def from_wire(value: object) -> Footprint:
     """The :class:`Footprint` of a reply's record; ValueError when it is not one.
 
     The agent sends ``{"names": [...], "codes": int64 array, "truncated": bool}``: per
@@ -140,7 +141,8 @@ def from_wire(value) -> Footprint:
     if not all(type(n) is str and len(n) <= 200 for n in names):
         raise ValueError("malformed operation name")
     flat = _ints(codes)
-    ops, at = [], 0
+    ops: list[TensorOp] = []
+    at = 0
     while at < len(flat):
         if len(ops) >= MAX_OPS:
             raise ValueError("more operations than a record holds")
@@ -162,7 +164,7 @@ def from_wire(value) -> Footprint:
     return Footprint(tuple(ops), truncated)
 
 
-def _ints(codes) -> list[int]:
+def _ints(codes: object) -> list[int]:
     tolist = getattr(codes, "tolist", None)  # a fresh tensor or array decoded by the wire
     if tolist is None or getattr(codes, "ndim", None) != 1:
         raise ValueError("malformed footprint codes")

@@ -9,6 +9,7 @@ be called with. The dangerous names (builtins, modules, hooks, magics) are
 import ast
 import functools
 import importlib
+from collections.abc import Iterable
 
 from attncourse.dangerous import HOOK
 
@@ -104,7 +105,7 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @functools.cache
-def library_object(path: str):
+def library_object(path: str) -> object:
     """The object at ``path`` under a known library root, or None (never student code)."""
     parts = path.split(".")
     if parts[0] not in LIBRARY_ROOTS or any(p.startswith("__") for p in parts):
@@ -130,7 +131,7 @@ def value_methods() -> frozenset:
     return frozenset(n for n in names if not n.startswith("_") and not HOOK.search(n))
 
 
-def under(path: str, prefixes) -> bool:
+def under(path: str, prefixes: Iterable[str]) -> bool:
     return any(path == p or path.startswith(p + ".") for p in prefixes)
 
 

@@ -11,11 +11,25 @@ objects themselves never enter the judge's process.
 import functools
 import itertools
 import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
+import numpy as np
+import torch
+
+from attncourse.cells import CodeCell
 from attncourse.constants import EXAMPLE_STUDENT
 from attncourse.judge import footprint as footprints
 from attncourse.judge import wire
 from attncourse.judge.program import Program, as_cells
+
+
+class Channel(Protocol):
+    """What carries a request to the kernel and its reply back (``attncourse.judge.channel``)."""
+
+    def send(self, text: str, arrays: Sequence[np.ndarray] = ()) -> tuple[str, list[np.ndarray]]:
+        """The reply's text and arrays."""
+        ...
 
 
 class KernelFault(Exception):
@@ -25,7 +39,7 @@ class KernelFault(Exception):
 class StudentRaised(Exception):
     """The student's code raised while the judge called it (reported by the kernel as data)."""
 
-    def __init__(self, kind, message):
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
@@ -34,15 +48,15 @@ class StudentRaised(Exception):
 class Session:
     """Requests to one kernel through ``channel`` (text in, reply text out)."""
 
-    def __init__(self, channel):
+    def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self._seq = itertools.count()
-        self._remotes = {}
-        self._outbox = []  # the arrays of the request being built (see encode)
-        self._frames = []  # the arrays of the last reply
+        self._remotes: dict[int, Remote] = {}
+        self._outbox: list[np.ndarray] = []  # the arrays of the request being built (see encode)
+        self._frames: list[np.ndarray] = []  # the arrays of the last reply
         self.requests = 0  # sent so far (the bench's profile reads it)
 
-    def request(self, op, **fields):
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
         seq = next(self._seq)
         self.requests += 1
         arrays, self._outbox = self._outbox, []
@@ -60,13 +74,13 @@ class Session:
             raise StudentRaised(str(raised.get("type"))[:100], str(raised.get("message"))[:2000])
         return reply
 
-    def value(self, reply):
+    def value(self, reply: dict[str, Any]) -> Any:
         try:
             return wire.decode(reply.get("value"), self._remote, frames=self._frames)
         except wire.ReplyError as error:
             raise KernelFault(f"the kernel's answer was not plain data ({error})") from None
 
-    def footprint(self, reply):
+    def footprint(self, reply: dict[str, Any]) -> footprints.Footprint:
         """The :class:`~attncourse.judge.footprint.Footprint` a call's reply carries."""
         try:
             record = wire.decode(reply.get("footprint"), self._remote, frames=self._frames)
@@ -74,13 +88,13 @@ class Session:
         except (wire.ReplyError, ValueError) as error:
             raise KernelFault(f"the kernel's footprint was not a record ({error})") from None
 
-    def _remote(self, item):
+    def _remote(self, item: dict[str, Any]) -> "Remote":
         remote = Remote(self, item["id"], item.get("cls"), item.get("name"), item.get("callable"))
         self._remotes[id(remote)] = remote
         return remote
 
-    def encode(self, value):
-        def handle_id(obj):
+    def encode(self, value: Any) -> dict:
+        def handle_id(obj: object) -> int | None:
             return obj._id if isinstance(obj, Remote) and obj._session is self else None
 
         return wire.encode(value, handle_id, self._outbox)
@@ -89,7 +103,9 @@ class Session:
 class Remote:
     """An object that lives in the kernel. ``cls`` and ``__name__`` are what the kernel says."""
 
-    def __init__(self, session, handle, cls, name, is_callable):
+    def __init__(
+        self, session: Session, handle: int, cls: object, name: object, is_callable: object
+    ) -> None:
         self._session = session
         self._id = handle
         self.cls = str(cls)[:200]
@@ -108,7 +124,7 @@ class Remote:
             raise AttributeError(name)
         return self.attr(name)
 
-    def attr(self, name, ref=False):
+    def attr(self, name: str, ref: bool = False) -> Any:
         """Attribute ``name`` of the object (AttributeError when it has none)."""
         session = self._session
         reply = session.request("getattr", obj=session.encode(self), name=name, ref=ref)
@@ -119,7 +135,15 @@ class Remote:
     def __call__(self, *args, **kwargs):
         return self.call(*args, **kwargs)
 
-    def call(self, *args, no_grad=False, stdout=False, ref=False, footprint=False, **kwargs):
+    def call(
+        self,
+        *args: Any,
+        no_grad: bool = False,
+        stdout: bool = False,
+        ref: bool = False,
+        footprint: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         """Call the object; with ``stdout`` return ``(value, printed text)``, with ``footprint``
         ``(value, Footprint)``: the tensor operations the call dispatched, recorded in the
         kernel (:mod:`attncourse.judge.footprint` says when that record can be trusted)."""
@@ -142,7 +166,7 @@ class Remote:
             return value, text[: wire.MAX_TEXT] if type(text) is str else ""
         return value
 
-    def is_a(self, kind):
+    def is_a(self, kind: "str | Remote") -> bool:
         """The kernel's word on ``isinstance(obj, kind)``, kind "module", "linear" or a Remote class."""
         session = self._session
         target = kind if isinstance(kind, str) else session.encode(kind)
@@ -164,7 +188,14 @@ class StudentNamespace:
 
     device = wire.DeviceMarker()
 
-    def __init__(self, session, sources=(), student=EXAMPLE_STUDENT, roster=tuple, matches=None):
+    def __init__(
+        self,
+        session: Session,
+        sources: Iterable[str | CodeCell] = (),
+        student: str = EXAMPLE_STUDENT,
+        roster: Callable[[], Sequence[str]] = tuple,
+        matches: list[dict] | None = None,
+    ) -> None:
         self._session = session
         self.student = student
         self.roster = roster
@@ -193,13 +224,13 @@ class StudentNamespace:
             return False
         return True
 
-    def get(self, name, default=None):
+    def get(self, name: str, default: Any = None) -> Any:
         try:
             return self._get(name)
         except KeyError:
             return default
 
     @staticmethod
-    def on_device(tensor):
+    def on_device(tensor: torch.Tensor) -> wire.Grading:
         """``tensor`` as an argument placed on the kernel's grading device."""
         return wire.Grading(tensor)

@@ -7,7 +7,9 @@ the very proof the judge runs; the judge proves again on the notebook as handed 
 """
 
 import ast
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, Protocol, cast
 
 from attncourse.judge import recordable, rules
 from attncourse.judge.checks import GradingError, fail
@@ -44,17 +46,26 @@ class Rule:
     why: str = ""
 
 
-def proves(*rule_list: Rule):
+class RuledCheck(Protocol):
+    """A check that declares the rules it grades (:func:`proves`)."""
+
+    rules: tuple[Rule, ...]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def proves(*rule_list: Rule) -> Callable[[Callable[..., Any]], RuledCheck]:
     """Declare the rules a check grades (read by the release build): ``check.rules``."""
 
-    def declare(check):
-        check.rules = tuple(rule_list)
-        return check
+    def declare(check: Callable[..., Any]) -> RuledCheck:
+        ruled = cast(RuledCheck, check)  # the function itself, given its attribute here
+        ruled.rules = tuple(rule_list)
+        return ruled
 
     return declare
 
 
-def reached_names(name: str, namespace) -> set:
+def reached_names(name: str, namespace: object) -> set[str]:
     """Names of the functions and classes the answer ``name`` reaches (none if undefined)."""
     try:
         nodes = rules.reachable_definitions(name, namespace)
@@ -63,7 +74,7 @@ def reached_names(name: str, namespace) -> set:
     return {n.name for n in nodes if isinstance(n, ast.FunctionDef | ast.ClassDef)}
 
 
-def mentions(node, word: str):
+def mentions(node: ast.AST, word: str) -> int | None:
     """Line of the first mention of ``word`` (a name, an attribute, a string) in ``node``."""
     for sub in ast.walk(node):
         if (
@@ -75,20 +86,20 @@ def mentions(node, word: str):
     return None
 
 
-def _skipped(rule: Rule, namespace) -> set:
+def _skipped(rule: Rule, namespace: object) -> set[str]:
     skip = set(rule.skip)
     for other in rule.skip_reached_from:
         skip |= reached_names(other, namespace)
     return skip
 
 
-def prove(rule_list, namespace) -> None:
+def prove(rule_list: Iterable[Rule], namespace: object) -> None:
     """Prove every rule of ``rule_list`` on ``namespace``'s source; the first broken one fails."""
     for rule in rule_list:
         _prove_one(rule, namespace)
 
 
-def _prove_one(rule: Rule, namespace) -> None:
+def _prove_one(rule: Rule, namespace: object) -> None:
     name, part = rule.name, rule.part
     if rule.kind == NO_LOOPS:
         rules.assert_no_loops(name, namespace, part, skip=_skipped(rule, namespace))

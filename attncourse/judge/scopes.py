@@ -13,10 +13,11 @@ import builtins
 
 from attncourse.dangerous import DYNAMIC_BUILTINS
 from attncourse.judge.libraries import DEFINITIONS, library_object
-from attncourse.judge.values import Cls, Fn, Lib, LibObj, Obj, Super, Value
+from attncourse.judge.reachstate import ReachState
+from attncourse.judge.values import AbstractValue, Cls, Fn, Lib, LibObj, Obj, Super, Value
 
 
-class Scopes:
+class Scopes(ReachState):
     """Names, bindings and attributes (a part of :class:`~attncourse.judge.resolve.Reach`)."""
 
     def _lookup(self, name, scope):
@@ -52,7 +53,7 @@ class Scopes:
                         self.add("unresolved", f"`{name}` used as a value", node)
                 return {Lib(f"builtins.{name}")}
             return set()
-        values = set()
+        values: set[AbstractValue] = set()
         for kind, payload, where in bindings:
             values |= self._binding(name, kind, payload, where)
         return values
@@ -127,7 +128,7 @@ class Scopes:
 
     def _attribute(self, expr, scope):
         attr = expr.attr
-        out = set()
+        out: set[AbstractValue] = set()
         for base in self._eval(expr.value, scope):
             if isinstance(base, Lib):
                 out.add(Lib(f"{base.path}.{attr}"))
@@ -165,7 +166,7 @@ class Scopes:
             return self._attribute(
                 ast.Attribute(call.args[0], call.args[1].value, ast.Load()), scope
             )
-        out = set()
+        out: set[AbstractValue] = set()
         for value in self._eval(func, scope):
             if isinstance(value, Cls):
                 out.add(Obj(value.node))
@@ -178,7 +179,7 @@ class Scopes:
 
     def _bases(self, cls):
         scope = self.program.classes.get(cls, self.program.module)
-        out = []
+        out: list[AbstractValue] = []
         for base in cls.bases:
             out += sorted(self._eval(base, scope), key=repr)
         return out
@@ -190,7 +191,7 @@ class Scopes:
         if cls in seen:
             return []
         seen.add(cls)
-        out = []
+        out: list[AbstractValue] = []
         for value, scope in self.program.class_attrs.get(cls, {}).get(attr, []):
             if isinstance(value, DEFINITIONS):
                 out.append(Cls(value) if isinstance(value, ast.ClassDef) else Fn(value))
@@ -211,7 +212,7 @@ class Scopes:
         return out
 
     def _base_member(self, cls, attr):
-        out = set()
+        out: set[AbstractValue] = set()
         for base in self._bases(cls):
             if isinstance(base, Cls):
                 out |= set(self._class_member(base.node, attr))

@@ -46,7 +46,7 @@ class Refused:
     cls: str
     why: str
 
-    def describe(self):
+    def describe(self) -> str:
         return f"{self.cls} ({self.why})"
 
 
@@ -143,14 +143,14 @@ def read_arrays(fill: Callable[[memoryview], None], count: int, room: int) -> li
         room -= nbytes
         _need(room >= 0 and nbytes <= MAX_ARRAY_BYTES, "the kernel's answer is larger than allowed")
         buffer = np.empty(nbytes, np.uint8)
-        fill(memoryview(buffer))
+        fill(buffer.data)
         array = buffer.view(dtype).reshape(shape)
         # a bool is its byte's truth (np.asarray: a 0-d comparison is a scalar, not an array)
         arrays.append(np.asarray(array != 0) if dtype == np.bool_ else array)
     return arrays
 
 
-def parse_reply(text):
+def parse_reply(text: str) -> Any:
     """A reply's JSON, refused (:class:`ReplyError`) before it is parsed when its skeleton is
     larger than any plain reply: a reply of many tiny items would cost the grader hundreds of
     bytes of objects for each byte of text."""

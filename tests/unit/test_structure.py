@@ -678,16 +678,32 @@ def _typed_modules():
 
 def test_the_type_checked_modules_annotate_every_public_function():
     """mypy checks what is annotated; this checks that every public function of the route of a
-    submission is (pipeline, worker, sandbox, the hand-offs, the GPU lanes)."""
+    submission (pipeline, worker, sandbox, the hand-offs, the GPU lanes), of the judge and of
+    every assignment's hidden checks is."""
     typed = _typed_modules()
     names = {module_name(p) for p in typed}
     assert {"attncourse.pipeline", "attncourse.handoffs", "attncourse.worker.task"} <= names
     assert {"attncourse.sandbox.launcher", "attncourse.gpulanes"} <= names
+    assert {f"attncourse.judge.{m}" for m in ("agent", "rules", "walk", "remote")} <= names
+    assert {f"{p}.references" for p in GRADING_PACKAGES} <= names
     missing = {
         module_name(p): m for p in typed if (m := _unannotated_public_functions(p.read_text()))
     }
-    # its source ships verbatim to students (coursecheck/failure.py), where typing is not imported
-    assert missing == {"attncourse.judge.checks": ["fail"]}
+    assert missing == {
+        # its source ships verbatim to students (coursecheck/failure.py), where typing is not
+        # imported
+        "attncourse.judge.checks": ["fail"],
+        # signatures of many tensors: annotated, each would take a line per parameter and
+        # its references.py past grading/'s 300 lines (test_grading_modules_are_small)
+        "attncourse.grading.attention_variants.references": ["attention", "reference_reduced"],
+        # (and worksheet_instance: the notebook's provided cell, word for word, test_instances)
+        "attncourse.grading.attention_worksheet.references": [
+            "worksheet_instance",
+            "find_classmate",
+            "copied_instances",
+        ],
+        "attncourse.grading.mla_inference.references": ["latent_query_reference"],
+    }
     control = (
         "def f(x) -> int: ...\ndef g(x: int): ...\ndef _h(x): ...\nclass C:\n    def m(self): ..."
     )

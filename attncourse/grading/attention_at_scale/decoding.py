@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from attncourse.judge.checks import answer, call, fail, generator, randn, rng_for
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NO_FUSED, USES, Rule, prove, proves
 
 from .references import (
@@ -31,7 +32,9 @@ class Split:
     merge: Online = Online()
 
 
-def split_reference(q, K, V, chunks, variant=Split()):
+def split_reference(
+    q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, chunks: int, variant: Split = Split()
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(o (B, H, d), lse (B, H)) of one query per head against the cache, split and merged."""
     q, K, V = q.to(F64), K.to(F64), V.to(F64)
     B, H, L, d = K.shape
@@ -61,7 +64,7 @@ SPLIT_MISTAKES = {
 }
 
 
-def check_split_decode(ns):
+def check_split_decode(ns: StudentNamespace) -> None:
     """Part 5: split_decode's o and lse for chunk counts that do not divide L."""
     fn = answer(ns, "split_decode", PART)
     rng = rng_for("p5_split_decode")
@@ -106,7 +109,7 @@ def check_split_decode(ns):
     ),
     Rule(NO_FUSED, "split_decode", PART),
 )
-def check_split_rules(ns):
+def check_split_rules(ns: StudentNamespace) -> None:
     """Part 5: split_decode uses merge and no fused attention."""
     fn = answer(ns, "split_decode", PART)
     x = torch.ones(1, 1, 4, 2, dtype=F64)

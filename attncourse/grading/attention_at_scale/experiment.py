@@ -8,6 +8,7 @@ token, and that one ``train_step`` on a batch it draws lowers the loss (``traini
 import torch
 
 from attncourse.judge.checks import answer, call, describe, fail, integer, rng_for
+from attncourse.judge.remote import StudentNamespace
 
 from .references import IGNORE
 
@@ -43,7 +44,9 @@ def _check_layout(what, tokens, targets, N, K, V):
     if not (bool((keys >= 0).all()) and bool((keys < K).all())):
         fail(f"{what}: keys", f"tokens 0 .. {K - 1} at positions 0, 2, ..., 2N-2", "others")
     if not (bool((values >= K).all()) and bool((values < K + V).all())):
-        cause = "values from the key vocabulary: values are n_keys .. n_keys + n_values - 1"
+        cause: str | None = (
+            "values from the key vocabulary: values are n_keys .. n_keys + n_values - 1"
+        )
         fail(f"{what}: values", f"tokens {K} .. {K + V - 1} at odd positions", "others", cause)
     for name, rows in (("keys", keys), ("values", values), ("queries", queries)):
         if not _distinct(rows):
@@ -76,13 +79,13 @@ def _check_layout(what, tokens, targets, N, K, V):
 # named mistakes beside it.
 
 
-def cache_expected(kind, H, G, d_h, r, d_R):
+def cache_expected(kind: str, H: int, G: int | None, d_h: int, r: int, d_R: int) -> int:
     """Elements cached per token per layer: a key and a value per key/value head (MHA: G = H,
     MQA: G = 1); MLA the latent and the one rotary key all heads share."""
-    return r + d_R if kind == "mla" else 2 * G * d_h
+    return r + d_R if kind == "mla" else 2 * G * d_h  # type: ignore[operator]  # G: None for MLA only
 
 
-def cache_mistakes(kind, H, G, d_h, r, d_R):
+def cache_mistakes(kind: str, H: int, G: int, d_h: int, r: int, d_R: int) -> dict[int, str]:
     """{wrong count: the named mistake that gives it} (the first name of a count is kept)."""
     if kind == "mla":
         table = {
@@ -104,7 +107,7 @@ def cache_mistakes(kind, H, G, d_h, r, d_R):
     return {count: name for count, name in reversed(table.items()) if count != expected}
 
 
-def check_mqar_batch(ns):
+def check_mqar_batch(ns: StudentNamespace) -> None:
     """Part 6(a): shapes, layout, distinct keys/values/queries, answers in context, the seed."""
     fn = answer(ns, "mqar_batch", PART_DATA)
     rng = rng_for("p6_mqar_batch")
@@ -152,7 +155,7 @@ def check_mqar_batch(ns):
         )
 
 
-def check_cache_elements(ns):
+def check_cache_elements(ns: StudentNamespace) -> None:
     """Part 6(b): cache_elements() of MHA, GQA, MQA and MLA layers of secret sizes."""
     rng = rng_for("p6_cache_accounting")
     H = rng.choice([4, 6, 8, 12])

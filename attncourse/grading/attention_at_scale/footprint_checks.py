@@ -15,6 +15,8 @@ answer meets one threshold only.
 """
 
 from attncourse.judge.checks import answer, call, generator, randn, rng_for
+from attncourse.judge.footprint import Footprint
+from attncourse.judge.remote import Remote, StudentNamespace
 from attncourse.judge.rulebook import FOOTPRINT, NO_FUSED, Rule, prove, proves
 from attncourse.judge.tiling import Tiles, judge_tiles, tile_sizes
 
@@ -22,7 +24,7 @@ PART = "Part 3"
 NAME = "flash_forward"
 
 
-def _recorded(ns, func, t: Tiles, test_id):
+def _recorded(ns: StudentNamespace, func: Remote, t: Tiles, test_id: str) -> Footprint:
     """The footprint of one call on the sizes ``t`` (its value left in the kernel)."""
     gen = generator(test_id)
     Q, K, V = (randn(gen, t.B, t.H, t.L, t.d) for _ in range(3))
@@ -36,7 +38,7 @@ def _recorded(ns, func, t: Tiles, test_id):
     Rule(FOOTPRINT, NAME, PART),
     Rule(NO_FUSED, NAME, PART),
 )
-def check_tiles_footprint(ns):
+def check_tiles_footprint(ns: StudentNamespace) -> None:
     """No intermediate above a block of scores; causal mode computes no block above the
     diagonal; the whole blocks' scores computed (a forward that computes nothing forms
     nothing)."""

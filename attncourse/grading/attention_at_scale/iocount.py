@@ -4,6 +4,7 @@ each student's own N, d, M."""
 import math
 
 from attncourse.judge.checks import answer, call, fail, integer, rng_for
+from attncourse.judge.remote import StudentNamespace
 
 from .references import block_rows, standard_io, tiled_io
 from .softmax import check_own
@@ -15,7 +16,7 @@ def _count(fn, args, what):
     return integer(call(fn, args, what), what, "an integer count")
 
 
-def check_io_counts(ns):
+def check_io_counts(ns: StudentNamespace) -> None:
     """Part 4(a): standard_io, tiled_io and block_rows on drawn sizes."""
     standard, tiled, rows = (answer(ns, n, PART) for n in ("standard_io", "tiled_io", "block_rows"))
     rng = rng_for("p4_io_counts")
@@ -48,6 +49,6 @@ def check_io_counts(ns):
             fail(f"{what}: wrong count", expected, got, causes.get(got))
 
 
-def check_io_mine(ns):
+def check_io_mine(ns: StudentNamespace) -> None:
     """Part 4(b): B and the ratio of accesses for the id's own N, d, M."""
     check_own(ns, ("B_mine", "io_ratio_mine"), "Part 4(b)")

@@ -11,13 +11,16 @@ can make a mistake takes ``variant``, a frozen dataclass whose defaults are the 
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 IGNORE = -100  # Part 6: the target of a position that is not a query (no loss, no accuracy)
 
 F64 = torch.float64
+Partial = tuple[Tensor, Tensor, Tensor]  # (m, l, o) over a set of keys
 
 # ---------------------------------------------------------------- each student's own numbers
 # ``scale_instance`` is also the body of the notebook's provided cell ``student_instance``
@@ -34,7 +37,7 @@ FP16_NORMAL = math.log(2.0**-14)  # -9.70: float16's smallest normal (the flush-
 BF16_NORMAL = math.log(2.0**-126)  # -87.34
 
 
-def scale_instance(student):
+def scale_instance(student: str) -> dict[str, Any]:
     """Part 1's five scores and Part 4's (N, d, M) for ``student``: the same on every call."""
     seed = hashlib.sha256(f"attention_at_scale:{student}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(seed[:8], "little"))
@@ -53,7 +56,7 @@ def scale_instance(student):
     return {"scores": scores, "N": N, "d": d, "M": M}
 
 
-def own_answers(student):
+def own_answers(student: str) -> dict[str, float]:
     """The answers of Part 1(b) and Part 4(b) for ``student``'s instance (plain numbers)."""
     data = scale_instance(student)
     s = data["scores"].astype(np.float64)
@@ -71,7 +74,7 @@ def own_answers(student):
     }
 
 
-def own_mistakes(student):
+def own_mistakes(student: str) -> dict[str, dict[float, str]]:
     """answer name -> {wrong value: the mistake that gives it} for ``student``'s instance."""
     data = scale_instance(student)
     s = data["scores"].astype(np.float64)
@@ -104,7 +107,7 @@ def own_mistakes(student):
     }
 
 
-def instance_json(student):
+def instance_json(student: str) -> dict[str, Any]:
     """The instance of ``student`` and its expected answers, as plain lists (for JSON)."""
     data = scale_instance(student)
     return {
@@ -126,7 +129,7 @@ class Softmax:
     add_back: bool = True  # lse = m + log(ell): False leaves m out
 
 
-def softmax_reference(s, dim=-1, variant=Softmax()):
+def softmax_reference(s: Tensor, dim: int = -1, variant: Softmax = Softmax()) -> Tensor:
     """softmax(s) along ``dim`` in float64 with the variant's shift."""
     s = s.to(F64)
     shift = {
@@ -139,7 +142,7 @@ def softmax_reference(s, dim=-1, variant=Softmax()):
     return e / e.sum(dim, keepdim=True)
 
 
-def lse_reference(s, dim=-1, variant=Softmax()):
+def lse_reference(s: Tensor, dim: int = -1, variant: Softmax = Softmax()) -> Tensor:
     """log(sum(exp(s))) along ``dim`` in float64, with the variant's shift and add-back."""
     s = s.to(F64)
     m = s.amax(dim) if variant.shift == "max" else torch.zeros_like(s.amax(dim))
@@ -167,7 +170,7 @@ class Online:
     weight_by: str = "own"  # "own": exp(m_x - m); "other": exp(m - m_x), the wrong way round
 
 
-def online_reference(s, block, variant=Online()):
+def online_reference(s: Tensor, block: int, variant: Online = Online()) -> tuple[Tensor, Tensor]:
     """(m, ell) of ``s`` (..., N) after one pass over blocks of ``block`` columns."""
     s = s.to(F64)
     m = torch.full(s.shape[:-1], -math.inf, dtype=F64)
@@ -181,7 +184,7 @@ def online_reference(s, block, variant=Online()):
     return m, ell
 
 
-def merge_reference(a, b, variant=Online()):
+def merge_reference(a: Partial, b: Partial, variant: Online = Online()) -> Partial:
     """Merge two partial results (m, ell, o) over disjoint keys, in float64."""
     (m_a, l_a, o_a), (m_b, l_b, o_b) = ((t.to(F64) for t in x) for x in (a, b))
     m = torch.maximum(m_a, m_b)
@@ -209,7 +212,7 @@ MERGE_MISTAKES = {
 }
 
 
-def partial_reference(s, v):
+def partial_reference(s: Tensor, v: Tensor) -> Partial:
     """The partial result (m, ell, o) of scores ``s`` (..., n) over values ``v`` (..., n, d)."""
     s, v = s.to(F64), v.to(F64)
     m = s.amax(-1)
@@ -220,18 +223,18 @@ def partial_reference(s, v):
 # ================================================================= Part 4: the IO argument
 
 
-def standard_io(N, d):
+def standard_io(N: int, d: int) -> int:
     """Elements read and written by standard attention (the FlashAttention paper's Algorithm 0)."""
     return 4 * N * d + 4 * N * N
 
 
-def tiled_io(N, d, block_q):
+def tiled_io(N: int, d: int, block_q: int) -> int:
     """Elements read and written by the tiled forward: Q once, K and V once per query block,
     O and lse written once."""
     return 2 * N * d + 2 * N * d * math.ceil(N / block_q) + N
 
 
-def block_rows(M, d):
+def block_rows(M: int, d: int) -> int:
     """Rows B of a query block and of a key/value block such that Q_i, O_i, K_j and V_j (4 B d
     elements) fit in fast memory of M elements: B = floor(M / 4d)."""
     return M // (4 * d)
@@ -240,7 +243,9 @@ def block_rows(M, d):
 # ================================================================= Parts 3 and 5: attention
 
 
-def attention_reference(Q, K, V, causal=False):
+def attention_reference(
+    Q: Tensor, K: Tensor, V: Tensor, causal: bool = False
+) -> tuple[Tensor, Tensor]:
     """(out, lse) of softmax(Q K^T / sqrt(d)) V in float64, query i seeing keys j <= i if causal."""
     Q, K, V = Q.to(F64), K.to(F64), V.to(F64)
     s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])  # (B, H, L_q, L_k)

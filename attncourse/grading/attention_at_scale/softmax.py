@@ -1,6 +1,9 @@
 """Parts 1 and 2 of ``attention_at_scale``: the stable softmax and log-sum-exp, each student's
 half-precision numbers, the online softmax and the merge of partial results."""
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -17,6 +20,7 @@ from attncourse.judge.checks import (
     rng_for,
     tensor,
 )
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NEVER_NAMES, NO_LOOPS, Rule, prove, proves
 
 from .references import (
@@ -36,7 +40,14 @@ from .references import (
 from .tolerances import LSE_MINE_TOL, PRECISION_BAND, RATIO_MINE_TOL, VALUES_TOL
 
 
-def close(what, got, ref, mistakes=None, shape_cause=None, dtype=None):
+def close(
+    what: str,
+    got: Any,
+    ref: torch.Tensor,
+    mistakes: Mapping[str, torch.Tensor] | None = None,
+    shape_cause: str | None = None,
+    dtype: torch.dtype | None = None,
+) -> float:
     """check_close within VALUES_TOL, naming NaN or inf and half precision before the mistakes;
     ``dtype``: the dtype the result must have (the input's)."""
     if dtype is not None and type(got) is torch.Tensor and got.dtype != dtype:
@@ -64,7 +75,7 @@ def close(what, got, ref, mistakes=None, shape_cause=None, dtype=None):
 NO_LIBRARY_SOFTMAX = "softmax and log-sum-exp written by hand"
 
 
-def by_hand(name, part):
+def by_hand(name: str, part: str) -> tuple[Rule, ...]:
     """Rules: ``name`` names neither torch's softmax nor its logsumexp."""
     return tuple(
         Rule(NEVER_NAMES, name, part, word=word, expected=NO_LIBRARY_SOFTMAX, why=why)
@@ -78,7 +89,7 @@ def by_hand(name, part):
 # ================================================================= Part 1(a)
 
 
-def check_softmax(ns):
+def check_softmax(ns: StudentNamespace) -> None:
     """Part 1(a): stable_softmax and log_sum_exp along dim, also for scores in the thousands."""
     part = "Part 1(a)"
     soft, lse = answer(ns, "stable_softmax", part), answer(ns, "log_sum_exp", part)
@@ -131,7 +142,7 @@ def _wrong(s, dim, lse):
     *by_hand("stable_softmax", "Part 1(a)"),
     *by_hand("log_sum_exp", "Part 1(a)"),
 )
-def check_softmax_rules(ns):
+def check_softmax_rules(ns: StudentNamespace) -> None:
     """Part 1(a): no loop and no library softmax or logsumexp, also not in helpers called."""
     part = "Part 1(a)"
     for name in ("stable_softmax", "log_sum_exp"):
@@ -156,7 +167,7 @@ def _number(value, what):
     fail(f"{what}: expected a plain number", "an int or float", type(value).__name__)
 
 
-def matches(got, expected, name):
+def matches(got: float, expected: float, name: str) -> bool:
     """Whether one own-number answer equals ``expected`` within its tolerance."""
     if name == "lse_mine":
         return abs(got - expected) <= LSE_MINE_TOL
@@ -165,7 +176,7 @@ def matches(got, expected, name):
     return got == expected
 
 
-def check_own(ns, names, part):
+def check_own(ns: StudentNamespace, names: Sequence[str], part: str) -> None:
     """Each answer of ``names`` against the graded id's instance; all of them someone else's
     instance (the example's, or STUDENT_ID's when it is not the graded id) is named as such."""
     got = {name: _number(answer(ns, name, part), f"{part}: {name}") for name in names}
@@ -201,7 +212,7 @@ def _shown(value):
     return f"{value:.4f}" if isinstance(value, float) else value
 
 
-def check_own_numbers(ns):
+def check_own_numbers(ns: StudentNamespace) -> None:
     """Part 1(b): lse and the float16 / bfloat16 overflow and underflow counts of the id's scores."""
     check_own(ns, OWN_NAMES, "Part 1(b)")
 
@@ -209,7 +220,7 @@ def check_own_numbers(ns):
 # ================================================================= Part 2
 
 
-def check_online(ns):
+def check_online(ns: StudentNamespace) -> None:
     """Part 2(a): online_softmax's (m, l) in one pass over blocks, also when the max moves."""
     part = "Part 2(a)"
     fn = answer(ns, "online_softmax", part)
@@ -245,7 +256,7 @@ def check_online(ns):
 
 
 @proves(*by_hand("online_softmax", "Part 2(a)"))
-def check_online_rules(ns):
+def check_online_rules(ns: StudentNamespace) -> None:
     """Part 2(a): online_softmax names no library softmax or logsumexp."""
     part = "Part 2(a)"
     call(
@@ -256,7 +267,7 @@ def check_online_rules(ns):
     prove(check_online_rules.rules, ns)
 
 
-def check_merge(ns):
+def check_merge(ns: StudentNamespace) -> None:
     """Part 2(b): merge of two partial results is the partial result of the union of their keys."""
     part = "Part 2(b)"
     fn = answer(ns, "merge", part)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from attncourse.judge.checks import answer, call, fail, generator, integer, randn, rng_for
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NO_FUSED, Rule, prove, proves
 
 from .references import F64, attention_reference
@@ -30,7 +31,15 @@ class Tiles:
     drop_partial: bool = False  # the last, shorter blocks of queries and keys dropped
 
 
-def tiles_reference(Q, K, V, block_q, block_k, causal=False, variant=Tiles()):
+def tiles_reference(
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    block_q: int,
+    block_k: int,
+    causal: bool = False,
+    variant: Tiles = Tiles(),
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(out, lse) of the tiled forward in float64, as the variant computes it."""
     Q, K, V = Q.to(F64), K.to(F64), V.to(F64)
     B, H, L_q, d = Q.shape
@@ -125,7 +134,7 @@ def _compare(what, got, Q, K, V, block_q, block_k, causal, mistakes):
     )
 
 
-def check_tiles_values(ns):
+def check_tiles_values(ns: StudentNamespace) -> None:
     """Part 3(a): flash_forward's O and lse for blocks that do not divide L_q or L_k."""
     fn = answer(ns, "flash_forward", PART)
     rng = rng_for("p3_tiles_values")
@@ -148,7 +157,7 @@ def check_tiles_values(ns):
     _compare(what, call(fn, (Q, K, V, 4, 3), what), Q, K, V, 4, 3, False, mistakes)
 
 
-def check_tiles_causal(ns):
+def check_tiles_causal(ns: StudentNamespace) -> None:
     """Part 3(a): causal flash_forward: query i sees keys j <= i, blocks of several sizes."""
     fn = answer(ns, "flash_forward", PART)
     rng = rng_for("p3_tiles_causal")
@@ -167,7 +176,7 @@ def check_tiles_causal(ns):
 
 
 @proves(Rule(NO_FUSED, "flash_forward", PART))
-def check_tiles_rules(ns):
+def check_tiles_rules(ns: StudentNamespace) -> None:
     """Part 3(a): flash_forward uses no fused attention, also not in helpers it calls."""
     fn = answer(ns, "flash_forward", PART)
     x = torch.ones(1, 1, 3, 2, dtype=F64)
@@ -175,12 +184,12 @@ def check_tiles_rules(ns):
     prove(check_tiles_rules.rules, ns)
 
 
-def causal_block_count(L, block_q, block_k):
+def causal_block_count(L: int, block_q: int, block_k: int) -> int:
     """(query block, key block) pairs on and below the diagonal."""
     return sum((min(i + block_q, L) - 1) // block_k + 1 for i in range(0, L, block_q))
 
 
-def check_causal_blocks(ns):
+def check_causal_blocks(ns: StudentNamespace) -> None:
     """Part 3(b): causal_blocks counts the score blocks a causal forward computes."""
     part = "Part 3(b)"
     fn = answer(ns, "causal_blocks", part)

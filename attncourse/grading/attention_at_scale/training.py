@@ -6,6 +6,9 @@ course's ``RecallModel`` on the student's layers, draws a fixed batch, computes 
 the model's logits itself, lets ``train_step`` take one step and computes it again.
 """
 
+from collections.abc import Collection
+from typing import Any
+
 import torch
 
 from attncourse.judge.checks import (
@@ -19,6 +22,7 @@ from attncourse.judge.checks import (
     tensor,
     to_grading,
 )
+from attncourse.judge.remote import StudentNamespace
 
 from .references import IGNORE
 from .tolerances import ATTENDS_TOL, CAUSAL_TOL, DECREASE_TOL, LOSS_TOL
@@ -30,7 +34,7 @@ F64 = torch.float64
 # batch (it is random), so its checks are properties.
 
 
-def answered_loss(logits, targets, shift=0):
+def answered_loss(logits: torch.Tensor, targets: torch.Tensor, shift: int = 0) -> float:
     """Mean cross-entropy (float64) over the positions whose target is not IGNORE; ``shift=1``
     is the named mistake of next-token training (position t scored against target t + 1)."""
     logits = logits.to(F64)
@@ -40,7 +44,7 @@ def answered_loss(logits, targets, shift=0):
     return float(torch.nn.functional.cross_entropy(logits[keep], targets[keep].long()))
 
 
-def loss_mistakes(logits, targets, after):
+def loss_mistakes(logits: torch.Tensor, targets: torch.Tensor, after: float) -> dict[str, float]:
     """{description: the loss a named mistake returns} beside the right one."""
     keep = targets != IGNORE
     picked = torch.log_softmax(logits.to(F64)[keep], -1)
@@ -53,7 +57,7 @@ def loss_mistakes(logits, targets, after):
     }
 
 
-def leak_cause(leaks):
+def leak_cause(leaks: Collection[tuple[int, int]]) -> str:
     """The named mistake of a set of (t, s) pairs where output t moved when only token s > t did."""
     if all(s == t + 1 for t, s in leaks):
         return "the mask is off by one: position t also reads token t + 1 (triu(diagonal=2))"
@@ -78,12 +82,12 @@ def _layers(rng):
     ]
 
 
-def earlier_change(out, base, s):
+def earlier_change(out: torch.Tensor, base: torch.Tensor, s: int) -> float:
     """The largest change of an output at a position before ``s``, relative to the largest output."""
     return float((out - base)[:, :s].abs().max()) / (float(base.abs().max()) or 1.0)
 
 
-def relative_gap(got, want):
+def relative_gap(got: float, want: float) -> float:
     """|got - want| / |want| (the returned loss against the judge's)."""
     return abs(got - want) / abs(want)
 
@@ -95,7 +99,7 @@ def _forward(ns, layer, x, what):
     return out
 
 
-def check_causality(ns):
+def check_causality(ns: StudentNamespace) -> None:
     """Part 6(b): no output of any layer moves when only later inputs change; the past matters."""
     rng, gen = rng_for("p6_causality"), generator("p6_causality")
     B, L = 2, rng.randint(7, 11)
@@ -141,12 +145,12 @@ def _loss_number(value, what):
     fail(f"{what} must return the loss as a number", "a float or a 0-d tensor", describe(value))
 
 
-def check_train_step(ns):
+def check_train_step(ns: StudentNamespace) -> None:
     """Part 6(c): train_step returns the batch's loss before the step, and the step lowers it."""
     rng, gen = rng_for("p6_train_step"), generator("p6_train_step")
     N, Q, K, V = rng.randint(4, 6), 3, rng.randint(8, 11), rng.randint(8, 11)
     B, L = rng.randint(5, 9), 2 * N + Q
-    kinds = [
+    kinds: list[tuple[str, dict[str, Any]]] = [  # (Any: sizes travel as call's keyword options)
         ("mha", {"H": 2, "d_h": 4}),
         ("mqa", {"H": 2, "d_h": 8}),
         ("mla", {"H": 2, "d_h": 4, "r": 6, "d_R": 2}),

@@ -2,6 +2,9 @@
 property the question asks for (the weights they produce), so every correct construction earns
 the points, not only the model answer's."""
 
+from collections.abc import Mapping
+from typing import Any
+
 import torch
 
 from attncourse.judge.checks import (
@@ -15,6 +18,7 @@ from attncourse.judge.checks import (
     rng_for,
     tensor,
 )
+from attncourse.judge.remote import StudentNamespace
 
 from .references import (
     F64,
@@ -28,7 +32,14 @@ from .references import (
 from .tolerances import AVERAGE_TV, FLOAT32_BAND, NOISY_DRAWS, NOISY_TV, RECOVERY_TOL, beyond
 
 
-def check_in_dtype(what, got, ref, tol, mistakes=None, shape_cause=None):
+def check_in_dtype(
+    what: str,
+    got: Any,
+    ref: torch.Tensor,
+    tol: float,
+    mistakes: Mapping[str, torch.Tensor] | None = None,
+    shape_cause: str | None = None,
+) -> float:
     """:func:`check_close` for answers the text asks to compute in their inputs' dtype: a
     failure whose error is float32's rounding (at most ``FLOAT32_BAND``) and no named
     mistake says that a step was taken in float32."""
@@ -71,7 +82,7 @@ def _describe_weights(alpha, i, j):
     return "right direction, too small: scale q up so the other keys' weights vanish"
 
 
-def check_query_for_average(ns):
+def check_query_for_average(ns: StudentNamespace) -> None:
     """(c): query_for_average(K, i, j) puts weight 1/2 on keys i and j (orthonormal keys)."""
     fn = answer(ns, "query_for_average", "(c)")
     rng = rng_for("theory-c")
@@ -93,7 +104,7 @@ def check_query_for_average(ns):
             )
 
 
-def check_recovery_matrix(ns):
+def check_recovery_matrix(ns: StudentNamespace) -> None:
     """(d): recovery_matrix(S, T) gives M with c M = v_i for every v_i in span S, v_j in span T."""
     fn = answer(ns, "recovery_matrix", "(d)")
     for trial in range(3):
@@ -120,7 +131,7 @@ def check_recovery_matrix(ns):
         )
 
 
-def check_query_for_noisy_keys(ns):
+def check_query_for_noisy_keys(ns: StudentNamespace) -> None:
     """(e): query_for_noisy_keys(mu, i, j, eps) keeps c ~ (v_i + v_j)/2 when keys are noisy."""
     fn = answer(ns, "query_for_noisy_keys", "(e)")
     rng = rng_for("theory-e")

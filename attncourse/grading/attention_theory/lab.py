@@ -20,6 +20,7 @@ from attncourse.judge.checks import (
     rng_for,
     tensor,
 )
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NO_FUSED, NO_LOOPS, Rule, prove, proves
 
 from .constructions import check_in_dtype
@@ -39,7 +40,7 @@ ATTENTION_RULES = (
 
 
 @proves(*ATTENTION_RULES)
-def check_lab_attention(ns):
+def check_lab_attention(ns: StudentNamespace) -> None:
     """Lab: attention(Q, K, V) -> (C, A), batched, no loops, by hand, stable for large scores."""
     fn = answer(ns, "attention", "Lab")
     prove(ATTENTION_RULES, ns)
@@ -99,7 +100,7 @@ def _bool_answer(value, what):
     fail(f"{what}: expected True or False", "a bool", f"{type(value).__name__} {repr(value)[:60]}")
 
 
-def check_lab_is_distribution(ns):
+def check_lab_is_distribution(ns: StudentNamespace) -> None:
     """Lab: is_distribution(A) is True exactly when every row of A is a probability vector."""
     fn = answer(ns, "is_distribution", "Lab")
     gen = generator("lab-distribution")
@@ -143,7 +144,7 @@ SHARPEN_BETAS = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 
 
 @proves(Rule(NO_LOOPS, "weights_along", "Lab (b)"))
-def check_lab_weights_along(ns):
+def check_lab_weights_along(ns: StudentNamespace) -> None:
     """Lab (b): weights_along(K, u, betas) = softmax(K (beta u)) for every beta at once, no loops."""
     fn = answer(ns, "weights_along", "Lab (b)")
     prove(check_lab_weights_along.rules, ns)
@@ -191,7 +192,9 @@ def check_lab_weights_along(ns):
             ) from None
 
 
-def own_attention_weights(ns, answer_name, Q, K):
+def own_attention_weights(
+    ns: StudentNamespace, answer_name: str, Q: torch.Tensor, K: torch.Tensor
+) -> torch.Tensor | None:
     """The weights A of the student's ``attention(Q, K, K)`` when ``answer_name`` reaches it
     (a lab answer built on the student's Lab 1), else None; None too when it raises."""
     try:
@@ -208,7 +211,7 @@ def own_attention_weights(ns, answer_name, Q, K):
 
 
 @proves(Rule(NO_LOOPS, "pair_distance", "Lab (c)"))
-def check_lab_pair_distance(ns):
+def check_lab_pair_distance(ns: StudentNamespace) -> None:
     """Lab (c): pair_distance(A, I, J) = total variation of each row from 1/2 on I_b and J_b."""
     fn = answer(ns, "pair_distance", "Lab (c)")
     prove(check_lab_pair_distance.rules, ns)
@@ -252,7 +255,7 @@ def check_lab_pair_distance(ns):
 
 
 @proves(Rule(NO_LOOPS, "recovery_errors", "Lab (d)"))
-def check_lab_recovery_errors(ns):
+def check_lab_recovery_errors(ns: StudentNamespace) -> None:
     """Lab (d): recovery_errors(C, M, V) = |c_b M_b - v_b| / |v_b| for a batch, no loops."""
     fn = answer(ns, "recovery_errors", "Lab (d)")
     prove(check_lab_recovery_errors.rules, ns)

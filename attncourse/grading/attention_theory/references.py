@@ -15,18 +15,18 @@ from attncourse.judge.checks import distinct_dims, generator, rng_for
 F64 = torch.float64
 
 
-def orthonormal_rows(n, d, gen):
+def orthonormal_rows(n: int, d: int, gen: torch.Generator) -> torch.Tensor:
     """n orthonormal vectors in R^d (n <= d) as the rows of an (n, d) float64 tensor."""
     q, _ = torch.linalg.qr(torch.randn(d, n, generator=gen, dtype=F64))
     return q.T.contiguous()
 
 
-def weights(q, K):
+def weights(q: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     """The set's attention weights softmax(K q) for one query (d,) and keys (n, d)."""
     return torch.softmax(K @ q, dim=-1)
 
 
-def tv_to_average(alpha, i, j):
+def tv_to_average(alpha: torch.Tensor, i: int, j: int) -> torch.Tensor:
     """Total variation of each row of weights from 1/2 on key i and 1/2 on key j."""
     target = torch.zeros_like(alpha)
     target[..., i] = 0.5
@@ -37,7 +37,7 @@ def tv_to_average(alpha, i, j):
 # ---------------------------------------------------------------------------- (d)
 
 
-def subspaces(trial):
+def subspaces(trial: int) -> tuple[int, int, int, torch.Tensor, torch.Tensor]:
     """d, dim S, dim T and orthonormal bases S (d, s), T (d, t) of one secret trial of (d)."""
     dims = distinct_dims(rng_for(f"theory-d-{trial}"), ["s", "t", "extra"], low=1, high=5)
     s, t = dims["s"], dims["t"]
@@ -46,7 +46,9 @@ def subspaces(trial):
     return d, s, t, basis[:, :s].contiguous(), basis[:, s:].contiguous()
 
 
-def recovery_mistakes(C, v_i, v_j):
+def recovery_mistakes(
+    C: torch.Tensor, v_i: torch.Tensor, v_j: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Named wrong values of c M in (d)."""
     return {
         "missing the factor 2: c M = v_i / 2": v_i / 2,
@@ -59,7 +61,14 @@ def recovery_mistakes(C, v_i, v_j):
 # ---------------------------------------------------------------------------- (e), (f)
 
 
-def sample_noisy_scores(mu, q, eps, n_samples, gen, x=None):
+def sample_noisy_scores(
+    mu: torch.Tensor,
+    q: torch.Tensor,
+    eps: float | torch.Tensor,
+    n_samples: int,
+    gen: torch.Generator,
+    x: int | None = None,
+) -> torch.Tensor:
     """Scores k_l . q of keys k_l ~ N(mu_l, eps I) (with x: key x's covariance is
     eps I + mu_x mu_x^T / 2), drawn directly: (n_samples, n).
 
@@ -80,7 +89,7 @@ def sample_noisy_scores(mu, q, eps, n_samples, gen, x=None):
     return scores
 
 
-def f_instance(name):
+def f_instance(name: str) -> tuple[int, int, int, float, torch.Tensor]:
     """n, d, x, eps and orthonormal means mu of one simulation, drawn from the secret."""
     rng = rng_for(name)
     n = rng.randint(5, 7)
@@ -90,13 +99,13 @@ def f_instance(name):
     return n, d, x, eps, orthonormal_rows(n, d, generator(f"{name}-mu"))
 
 
-def variance_along(keys, direction):
+def variance_along(keys: torch.Tensor, direction: torch.Tensor) -> float:
     """Sample variance of the keys (N, d) along ``direction``."""
     proj = keys @ direction  # (N,)
     return float(proj.var())
 
 
-def tip_statistics(C, v_i, v_j):
+def tip_statistics(C: torch.Tensor, v_i: torch.Tensor, v_j: torch.Tensor) -> dict[str, float]:
     """Coefficient s with c ~ v_j + s (v_i - v_j): mean, share near v_i, near v_j, in between."""
     diff = v_i - v_j
     s = (C - v_j) @ diff / (diff @ diff)
@@ -108,7 +117,7 @@ def tip_statistics(C, v_i, v_j):
     }
 
 
-def sim_instance():
+def sim_instance() -> tuple[int, int, int, int, int, float, float, torch.Tensor, torch.Tensor]:
     """The secret instance of the simulation in (f): n, d, x, i, j, eps, beta, mu, V."""
     n, d, x, eps, mu = f_instance("theory-f-sim")
     rng = rng_for("theory-f-sim-pair")
@@ -123,13 +132,15 @@ def sim_instance():
 # ---------------------------------------------------------------------------- lab
 
 
-def lab_attention_reference(Q, K, V):
+def lab_attention_reference(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The lab's batched attention (C, A) in float64, unscaled."""
     A = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)  # (B, m, n)
     return A @ V, A
 
 
-def large_scores(Q, K, gen):
+def large_scores(Q: torch.Tensor, K: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """Q rescaled per query so its largest score has magnitude 800..1200 and is positive.
 
     Every row then has a score above exp's float64 overflow (709): an unstable softmax
@@ -143,7 +154,9 @@ def large_scores(Q, K, gen):
     return Q * (sign * target / peak)[..., None]
 
 
-def lab_instance(name, large=False):
+def lab_instance(
+    name: str, large: bool = False
+) -> tuple[dict[str, int], torch.Tensor, torch.Tensor, torch.Tensor]:
     """Secret dims, Q, K, V of one lab trial (with scores ~1e3 when ``large``)."""
     dims = distinct_dims(rng_for(name), ["B", "m", "n", "d", "d_v"], low=2)
     gen = generator(name)
@@ -155,7 +168,7 @@ def lab_instance(name, large=False):
     return dims, Q, K, V
 
 
-def float32_rows(gen, rows, n):
+def float32_rows(gen: torch.Generator, rows: int, n: int) -> torch.Tensor:
     """float32 softmax rows whose sums are off by rounding only (<= 3e-7, however summed).
 
     Draws until every row's sum is within 3e-7 of 1 in float32 (torch and numpy
@@ -174,7 +187,7 @@ def float32_rows(gen, rows, n):
             return A
 
 
-def even_split(B, n, idx_i, idx_j):
+def even_split(B: int, n: int, idx_i: torch.Tensor, idx_j: torch.Tensor) -> torch.Tensor:
     """Rows of weights 1/2 on I_b and 1/2 on J_b."""
     target = torch.zeros(B, n, dtype=F64)
     rows = torch.arange(B)

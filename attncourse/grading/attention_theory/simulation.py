@@ -6,7 +6,7 @@ import math
 import torch
 
 from attncourse.judge.checks import answer, call, fail, generator, rng_for, seed_for, tensor
-from attncourse.judge.remote import Remote, StudentRaised
+from attncourse.judge.remote import Remote, StudentNamespace, StudentRaised
 from attncourse.judge.rulebook import NO_LOOPS, Rule, prove, proves
 
 from .references import (
@@ -32,7 +32,7 @@ from .tolerances import (
 )
 
 
-def kernel_generator(ns, test_id, part):
+def kernel_generator(ns: StudentNamespace, test_id: str, part: str) -> Remote:
     """A handle to a fresh CPU ``torch.Generator`` in the kernel, seeded from the run's secret.
 
     The simulations take a generator; a generator is an object, not data, so it is
@@ -72,7 +72,7 @@ def _variance_cause(name, got, eps):
     return cause
 
 
-def check_sample_keys(ns):
+def check_sample_keys(ns: StudentNamespace) -> None:
     """(f): sample_keys(mu, eps, x, n_samples, generator) draws keys with the changed covariance."""
     fn = answer(ns, "sample_keys", "(f)")
     n, d, x, eps, mu = f_instance("theory-f-keys")
@@ -117,7 +117,7 @@ def check_sample_keys(ns):
         )
 
 
-def check_simulated_outputs(ns):
+def check_simulated_outputs(ns: StudentNamespace) -> None:
     """(f): simulate_outputs(...) returns outputs c whose statistics match the reference simulation."""
     fn = answer(ns, "simulate_outputs", "(f)")
     n, d, x, i, j, eps, beta, mu, V = sim_instance()
@@ -159,7 +159,7 @@ def check_simulated_outputs(ns):
 
 
 @proves(Rule(NO_LOOPS, "noisy_key_errors", "Lab (e)"))
-def check_lab_noise_sweep(ns):
+def check_lab_noise_sweep(ns: StudentNamespace) -> None:
     """Lab (e): noisy_key_errors(...) = mean total variation per eps, matching the reference."""
     fn = answer(ns, "noisy_key_errors", "Lab (e)")
     prove(check_lab_noise_sweep.rules, ns)

@@ -5,6 +5,10 @@ secret with overwhelming probability. Every statistical threshold is compared th
 """
 
 import math
+from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")  # what a comparison names
 
 # (c): weights within 1e-3 of (1/2, 1/2, 0, ...) in total variation, as the question states
 # (the text's own threshold, so its 47x to the nearest mistake stays: beta = 3 at n = 4 is
@@ -102,7 +106,7 @@ NOISE_SE = 6.0
 NOISE_REL = 0.02
 
 
-def beyond(value, limit):
+def beyond(value: float, limit: float) -> bool:
     """True when a measured ``value`` exceeds its ``limit`` (NaN does).
 
     Every statistical threshold of this assignment is compared here, so
@@ -111,7 +115,7 @@ def beyond(value, limit):
     return not value <= limit
 
 
-def worst_beyond(comparisons):
+def worst_beyond(comparisons: Sequence[tuple[T, float, float]]) -> T | None:
     """Of ``(item, value, limit)`` triples, the item whose value exceeds its limit by the
     largest factor, or None when all are within (every comparison goes through :func:`beyond`)."""
     over = [

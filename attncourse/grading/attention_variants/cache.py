@@ -1,9 +1,10 @@
 """Part 14 of ``attention_variants``: the kv-cache per position of MHA and of MLA."""
 
 from attncourse.judge.checks import answer, call, fail, integer, rng_for
+from attncourse.judge.remote import StudentNamespace
 
 
-def check_kv_cache(ns):
+def check_kv_cache(ns: StudentNamespace) -> None:
     """Part 14: kv_cache_per_position(D, r) -> (2*D for MHA, r for MLA)."""
     func = answer(ns, "kv_cache_per_position", "Part 14")
     rng = rng_for("p14_kv_cache")

@@ -7,6 +7,7 @@ and a few secret batch elements' rows with the MLA recomputed here (see ``tolera
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -24,7 +25,7 @@ from attncourse.judge.checks import (
     submodule,
     tensor,
 )
-from attncourse.judge.remote import Remote
+from attncourse.judge.remote import Remote, StudentNamespace
 
 from .models import check_values, is_instance, mha_args
 from .references import EXPERIMENT, F64, MLA_DATA, draw_dims, mla_rows, row_ratios
@@ -229,7 +230,7 @@ def _check_reduced_weights(weights, w, H):
     )
 
 
-def check_rows(what, got, ref, slack, cause):
+def check_rows(what: str, got: Any, ref: torch.Tensor, slack: torch.Tensor, cause: str) -> float:
     """Every row of ``got`` within ROWS_TOL * |ref row| + its rounding slack; the worst ratio."""
     ratio = row_ratios(got, ref, slack)
     worst = float(ratio.max()) if bool(torch.isfinite(ratio).all()) else math.inf
@@ -256,21 +257,21 @@ class ExperimentRead:
     weights: dict
 
 
-def read_experiment(ns):
+def read_experiment(ns: StudentNamespace) -> ExperimentRead:
     """Part 13: the experiment's names, checked for what needs no secret (the number, the sizes,
     relative_error against the outputs, the models' classes, sizes and biases), and read."""
     rel = _experiment_number(answer(ns, "relative_error", "Part 13"))
     D, H, r = EXPERIMENT["D"], EXPERIMENT["H"], EXPERIMENT["r"]
     data = _experiment_data(ns)
     _check_relative_error(rel, data["output_vanilla"], data["output_reduced"])
-    weights = {}
+    weights: dict[tuple[str, str], torch.Tensor] = {}
     for name, size in (("model_MHA_vanilla", D // H), ("model_MHA_reduced", r)):
         model = _experiment_model(ns, ns.get("MyMHA"), name, size, H)
         weights |= {(name, layer): _weight(model, layer, name) for layer in LAYERS}
     return ExperimentRead(data, weights)
 
 
-def judge_experiment(ns, read):
+def judge_experiment(ns: StudentNamespace, read: ExperimentRead) -> None:
     """Part 13: what the secret decides: MyMHA in the experiment's shapes at secret sizes, the
     weights through secret probes, and the rows of secret batch elements against the vanilla
     MLA recomputed in float64 from the student's data (~0.2 s a secret; reading the 130 MB of
@@ -294,6 +295,6 @@ def judge_experiment(ns, read):
         )
 
 
-def check_experiment(ns):
+def check_experiment(ns: StudentNamespace) -> None:
     """Part 13: the experiment ran the task's setup and reports the reduced model's error."""
     judge_experiment(ns, read_experiment(ns))

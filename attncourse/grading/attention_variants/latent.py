@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from attncourse.judge.checks import answer, call, check_close, describe, fail, seed_for, tensor
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NO_LOOPS, NUMPY_ONLY, Rule, prove, proves
 
 from .shapes import check_shape_named
@@ -45,7 +46,7 @@ def _run_gqa_2_mla(ns, W):
     return result, printed
 
 
-def check_gqa_2_mla_shapes(ns):
+def check_gqa_2_mla_shapes(ns: StudentNamespace) -> None:
     """Part 10: GQA_2_MLA returns W_DKV (r, D) and W_UM (D, r)."""
     for W in _gqa_2_mla_inputs():
         (dkv, um), _ = _run_gqa_2_mla(ns, W)
@@ -55,7 +56,7 @@ def check_gqa_2_mla_shapes(ns):
         check_shape_named("GQA_2_MLA: W_UM_MLA", um.shape, (D, r), {swapped: (r, D)})
 
 
-def check_gqa_2_mla_reconstruction(ns):
+def check_gqa_2_mla_reconstruction(ns: StudentNamespace) -> None:
     """Part 10: W_UM @ W_DKV reproduces D/r stacked copies of W (also for rank-deficient W)."""
     for W in _gqa_2_mla_inputs():
         (dkv, um), _ = _run_gqa_2_mla(ns, W)
@@ -85,7 +86,7 @@ def check_gqa_2_mla_reconstruction(ns):
         )
 
 
-def check_gqa_2_mla_prints(ns):
+def check_gqa_2_mla_prints(ns: StudentNamespace) -> None:
     """Part 10: GQA_2_MLA prints the shapes of what it returns and a mean-squared error."""
     W = _gqa_2_mla_inputs()[1]
     (dkv, um), printed = _run_gqa_2_mla(ns, W)
@@ -110,7 +111,7 @@ GQA_2_MLA_RULES = (Rule(NUMPY_ONLY, "GQA_2_MLA", "Part 10"), Rule(NO_LOOPS, "GQA
 
 
 @proves(*GQA_2_MLA_RULES)
-def check_gqa_2_mla_rules(ns):
+def check_gqa_2_mla_rules(ns: StudentNamespace) -> None:
     """Part 10: GQA_2_MLA uses numpy only and no loops (also in its helpers)."""
     _run_gqa_2_mla(ns, _gqa_2_mla_inputs()[0])  # the rules are checked on a working answer
     prove(GQA_2_MLA_RULES, ns)
@@ -119,7 +120,7 @@ def check_gqa_2_mla_rules(ns):
 # --------------------------------------------------------------------------- Part 11
 
 
-def check_mla_example(ns):
+def check_mla_example(ns: StudentNamespace) -> None:
     """Part 11: W_DKV_MLA (1x2) and W_UM_MLA (2x1) whose product is not two copies of a row."""
     dkv = tensor(answer(ns, "W_DKV_MLA", "Part 11"), "W_DKV_MLA")
     um = tensor(answer(ns, "W_UM_MLA", "Part 11"), "W_UM_MLA")

@@ -4,6 +4,8 @@ A MyGQA that is wrong costs Part 7 only: where the answer fails because its MyGQ
 judged by whether it is what ``MyGQA(D_1, D_2, D_qk, D_v, H, H)`` gives, built here.
 """
 
+import torch
+
 from attncourse.judge.checks import (
     GradingError,
     answer,
@@ -17,6 +19,7 @@ from attncourse.judge.checks import (
     tensor,
     to_grading,
 )
+from attncourse.judge.remote import StudentNamespace
 
 from .models import forward, is_instance, linear_shapes, mha_args, mha_spec, set_linear
 from .references import attention_mistakes, draw_weights, reference_attention
@@ -34,6 +37,7 @@ def _run(ns, model, spec):
     weights = {n: draw_weights(gen, *s) for n, s in linear_shapes(spec).items()}
     x = randn(gen, 3, 7, spec["D_1"])
     y = randn(gen, 3, 11, spec["D_2"])
+    out: torch.Tensor | str  # the outputs, or the failure's message
     try:
         model = to_grading(ns, model, GQA)
         for name, weight in weights.items():
@@ -63,13 +67,13 @@ def _judge(run, H):
     check_close(
         "Part 8: the GQA with G = H against MHA",
         out,
-        reference_attention(*args, H, H),
+        reference_attention(*args, H, H),  # type: ignore[call-arg]  # x, y and the 4 weights: mypy cannot count them
         VALUES_TOL,
         attention_mistakes(args, H, H),
     )
 
 
-def check_mha_as_gqa(ns):
+def check_mha_as_gqa(ns: StudentNamespace) -> None:
     """Part 8: mha_as_gqa(...) returns a MyGQA that computes MHA (G = H).
 
     "Is a MyGQA" is decided from the object's real type and MRO, computed by the agent through

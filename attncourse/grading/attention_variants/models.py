@@ -4,6 +4,8 @@ The student's model is built in the kernel, moved to float64 on the grading devi
 with the test's weights and compared with the per-head float64 reference.
 """
 
+from typing import Any
+
 import torch
 
 from attncourse.judge.checks import (
@@ -24,7 +26,7 @@ from attncourse.judge.checks import (
     tensor,
     to_grading,
 )
-from attncourse.judge.remote import Remote
+from attncourse.judge.remote import Remote, StudentNamespace
 from attncourse.judge.rulebook import NO_FUSED, NO_LOOPS, Rule, prove, proves
 
 from .references import (
@@ -43,7 +45,9 @@ FLOAT64_ONLY = (
 )
 
 
-def forward(ns, model, x, y, what):
+def forward(
+    ns: StudentNamespace, model: Remote, x: torch.Tensor, y: torch.Tensor, what: str
+) -> Any:
     """``model(x, y)`` in the kernel without autograd, x and y sent to the grading device; a
     float64 run that mixes in float32 (a dtype error naming both) is told so."""
     try:
@@ -55,10 +59,10 @@ def forward(ns, model, x, y, what):
         raise
 
 
-def set_linear(model, name, weight, part):
+def set_linear(model: Remote, name: str, weight: torch.Tensor, part: str) -> None:
     """Load ``weight`` into the student's ``model.<name>`` in the kernel (bias zeroed if any)."""
 
-    def shape_cause(current):
+    def shape_cause(current: tuple[int, ...]) -> str:
         rows, cols = current
         copies = name in ("W_K", "W_V") and cols == weight.shape[1] and rows % weight.shape[0] == 0
         if copies and rows > weight.shape[0]:
@@ -68,7 +72,7 @@ def set_linear(model, name, weight, part):
     load_linear(model, name, weight, part, shape_cause=shape_cause)
 
 
-def linear_shapes(spec):
+def linear_shapes(spec: dict[str, int]) -> dict[str, tuple[int, int]]:
     """Expected (out, in) shapes of the four projections of MyMHA/MyGQA."""
     D_1, D_2, D_qk, D_v, H, G = (spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H", "G"))
     return {
@@ -79,7 +83,7 @@ def linear_shapes(spec):
     }
 
 
-def on_grading_device(ns, model, what, dtype):
+def on_grading_device(ns: StudentNamespace, model: Remote, what: str, dtype: torch.dtype) -> Remote:
     """The student's model on the grading device in ``dtype`` (a handle): float64 as the value
     checks of Parts 5, 7 and 8 (and their visible checks) run it, or the experiment's float32."""
     if dtype == torch.float64:
@@ -88,7 +92,16 @@ def on_grading_device(ns, model, what, dtype):
     return call(method(moved, "float", what), (), f"{what}.float()")
 
 
-def check_values(ns, name, spec, part, ctor_args, test_id, trials=2, dtype=torch.float64):
+def check_values(
+    ns: StudentNamespace,
+    name: str,
+    spec: dict[str, int],
+    part: str,
+    ctor_args: tuple[int, ...],
+    test_id: str,
+    trials: int = 2,
+    dtype: torch.dtype = torch.float64,
+) -> None:
     """Outputs of the student's model with the test's weights vs the float64 reference; the
     model runs in ``dtype``, and the reference takes the inputs and weights rounded to it."""
     cls = answer(ns, name, part)
@@ -108,7 +121,7 @@ def check_values(ns, name, spec, part, ctor_args, test_id, trials=2, dtype=torch
         y = randn(gen, B, L_2, spec["D_2"]).to(dtype)
         got = forward(ns, model, x, y, f"{name}.forward(x, y)")
         args = (x.double(), y.double(), *weights.values())
-        ref = reference_attention(*args, H, G)
+        ref = reference_attention(*args, H, G)  # type: ignore[call-arg, arg-type]  # x, y, 4 weights: mypy cannot count a dict's values
         check_close(
             f"{part}: {name}.forward(x, y) with the test's weights",
             got,
@@ -122,19 +135,19 @@ def check_values(ns, name, spec, part, ctor_args, test_id, trials=2, dtype=torch
 # ---------------------------------------------------------------------------- Part 5
 
 
-def mha_spec(test_id):
+def mha_spec(test_id: str) -> dict[str, int]:
     """Secret MyMHA dimensions (G = H)."""
     spec = draw_dims(test_id, ["D_1", "D_2", "D_qk", "D_v", "H"], low=2)
     spec["G"] = spec["H"]
     return spec
 
 
-def mha_args(spec):
+def mha_args(spec: dict[str, int]) -> tuple[int, ...]:
     """MyMHA's constructor arguments for ``spec``."""
     return tuple(spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H"))
 
 
-def check_mha_attributes(ns):
+def check_mha_attributes(ns: StudentNamespace) -> None:
     """Part 5: MyMHA's attributes, bias-free nn.Linear layers of the right shapes, output shape."""
     spec = mha_spec("p5_mha_attributes")
     attrs = {k: spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H")}
@@ -172,7 +185,7 @@ MHA_NO_LOOPS = (Rule(NO_LOOPS, "MyMHA", "Part 5"),)
 
 
 @proves(*MHA_BY_HAND)
-def check_mha_values(ns):
+def check_mha_values(ns: StudentNamespace) -> None:
     """Part 5: MyMHA.forward matches a float64 per-head reference, built by hand."""
     answer(ns, "MyMHA", "Part 5")
     prove(MHA_BY_HAND, ns)
@@ -193,7 +206,7 @@ def _runs(ns, name, ctor_args, D_1, D_2, part):
 
 
 @proves(*MHA_NO_LOOPS)
-def check_mha_no_loops(ns):
+def check_mha_no_loops(ns: StudentNamespace) -> None:
     """Part 5: no for/while loop or comprehension in MyMHA or the helpers it calls."""
     _runs(ns, "MyMHA", (3, 5, 2, 4, 2), 3, 5, "Part 5")
     prove(MHA_NO_LOOPS, ns)
@@ -202,7 +215,7 @@ def check_mha_no_loops(ns):
 # ---------------------------------------------------------------------------- Part 6
 
 
-def check_tilde_rank(ns):
+def check_tilde_rank(ns: StudentNamespace) -> None:
     """Part 6: rank of H/G stacked copies of W^{M,GQA} equals rank(W^{M,GQA})."""
     func = answer(ns, "tilde_rank", "Part 6")
     rng = rng_for("p6_tilde_rank")
@@ -235,7 +248,7 @@ def _gqa_args(spec):
     return tuple(spec[k] for k in ("D_1", "D_2", "D_qk", "D_v", "H", "G"))
 
 
-def check_gqa_attributes(ns):
+def check_gqa_attributes(ns: StudentNamespace) -> None:
     """Part 7: MyGQA's attributes; W_K, W_V hold G heads (no copies); output shape."""
     spec = _gqa_spec("p7_gqa_attributes")
     _check_model_attributes(ns, "MyGQA", dict(spec), spec, "Part 7", _gqa_args(spec))
@@ -246,7 +259,7 @@ GQA_NO_LOOPS = (Rule(NO_LOOPS, "MyGQA", "Part 7"),)
 
 
 @proves(*GQA_BY_HAND)
-def check_gqa_values(ns):
+def check_gqa_values(ns: StudentNamespace) -> None:
     """Part 7: MyGQA.forward with interleaved groups (h = g mod G) matches the reference."""
     answer(ns, "MyGQA", "Part 7")
     prove(GQA_BY_HAND, ns)
@@ -256,7 +269,7 @@ def check_gqa_values(ns):
 
 
 @proves(*GQA_NO_LOOPS)
-def check_gqa_no_loops(ns):
+def check_gqa_no_loops(ns: StudentNamespace) -> None:
     """Part 7: no for/while loop or comprehension in MyGQA or the helpers it calls."""
     _runs(ns, "MyGQA", (3, 5, 2, 4, 4, 2), 3, 5, "Part 7")
     prove(GQA_NO_LOOPS, ns)
@@ -265,7 +278,7 @@ def check_gqa_no_loops(ns):
 # ---------------------------------------------------------------------------- Part 8
 
 
-def is_instance(obj, cls):
+def is_instance(obj: object, cls: object) -> bool:
     """The kernel's isinstance(obj, cls), for a class ``cls`` the notebook defines."""
     return (
         isinstance(obj, Remote) and isinstance(cls, Remote) and cls.is_a("type") and obj.is_a(cls)

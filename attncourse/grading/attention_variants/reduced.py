@@ -14,6 +14,7 @@ from attncourse.judge.checks import (
     named_mistakes,
     tensor,
 )
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NO_LOOPS, ONE_STATEMENT, Rule, prove, proves
 
 from .references import (
@@ -45,7 +46,7 @@ def _reduced_inputs(test_id):
     }, H
 
 
-def check_reduced_matrices(ns):
+def check_reduced_matrices(ns: StudentNamespace) -> None:
     """Part 13: reduced_matrices satisfies equations (1) and (2) of Part 12 for every head."""
     func = answer(ns, "reduced_matrices", "Part 13")
     for test_id in ("a", "b", "c"):
@@ -108,7 +109,7 @@ REDUCED_RULES = (
 
 
 @proves(*REDUCED_RULES)
-def check_reduced_matrices_rules(ns):
+def check_reduced_matrices_rules(ns: StudentNamespace) -> None:
     """Part 13: each output of reduced_matrices in one statement, no loops."""
     func = answer(ns, "reduced_matrices", "Part 13")
     W, H = _reduced_inputs("a")

@@ -9,10 +9,11 @@ defaults; a table maps each mistake's description to its variant
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from attncourse.judge.checks import distinct_dims, named_mistakes, randn, rng_for, tensor
 
@@ -24,19 +25,19 @@ F64 = torch.float64
 # ---------------------------------------------------------------------- the secret draws
 
 
-def draw_dims(test_id, names, low=2):
+def draw_dims(test_id: str, names: list[str], low: int = 2) -> dict[str, int]:
     """Secret, pairwise distinct dimensions for ``names``, drawn from low .. low + 7 + len(names)."""
     return distinct_dims(rng_for(test_id), names, low=low, high=low + 7)
 
 
-def draw_gqa_heads(test_id, avoid):
+def draw_gqa_heads(test_id: str, avoid: Collection[int]) -> tuple[int, int]:
     """(H, G) with 1 < G < H, G dividing H, and neither equal to a dimension in ``avoid``."""
     pairs = [(h, g) for h in range(4, 13) for g in range(2, h) if h % g == 0]
     pairs = [(h, g) for h, g in pairs if h not in avoid and g not in avoid]
     return rng_for(test_id).choice(pairs)
 
 
-def draw_weights(gen, rows, cols):
+def draw_weights(gen: torch.Generator, rows: int, cols: int) -> Tensor:
     """A well-conditioned weight matrix: entries ~ N(0, 1/cols)."""
     return randn(gen, rows, cols, scale=1.0 / math.sqrt(cols))
 
@@ -44,7 +45,9 @@ def draw_weights(gen, rows, cols):
 # ------------------------------------------------------- MHA and GQA (Parts 5, 7, 8 and 13)
 
 
-def reference_attention(x, y, W_Q, W_K, W_V, W_O, H, G):
+def reference_attention(
+    x: Tensor, y: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, H: int, G: int
+) -> Tensor:
     """Float64 GQA with interleaved groups (query head h uses kv head h mod G), one head at a time.
 
     With G = H this is MHA. Weights follow the column-vector convention
@@ -149,24 +152,26 @@ class LazyMistakes(Mapping):
     """:func:`named_mistakes` computed on first look: only a failing answer is compared with
     them, and computing them all took 60% of a passing MyMHA/MyGQA value check."""
 
-    def __init__(self, reference, table, *args):
+    def __init__(
+        self, reference: Callable[..., Tensor], table: Mapping[str, object], *args: object
+    ) -> None:
         self._reference, self._table, self._args = reference, table, args
 
     @functools.cached_property
-    def _outputs(self):
+    def _outputs(self) -> dict[str, Tensor]:
         return named_mistakes(self._reference, self._table, *self._args)
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> Tensor:
         return self._outputs[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._table)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._table)
 
 
-def attention_mistakes(args, H, G):
+def attention_mistakes(args: Sequence[Tensor], H: int, G: int) -> LazyMistakes:
     """Named wrong outputs of MHA/GQA for the inputs and weights in ``args`` (computed lazily)."""
     table = ATTENTION_MISTAKES | (GROUPING_MISTAKES if G not in (1, H) else {})
     return LazyMistakes(attention, table, *args, H, G)
@@ -192,8 +197,8 @@ def reference_reduced(W_DKV, W_UK, W_UV, W_Q, W_O, H, variant=TASK_REDUCED):
     """Per-head float64 reduced matrices (Part 12), as ``variant`` computes them."""
     r, D = W_DKV.shape
     d = D // H
-    scale = {"sqrt(r/d)": math.sqrt(r / d), "none": 1.0, "sqrt(d/r)": math.sqrt(d / r)}
-    scale = scale[variant.scale]
+    scales = {"sqrt(r/d)": math.sqrt(r / d), "none": 1.0, "sqrt(d/r)": math.sqrt(d / r)}
+    scale = scales[variant.scale]
     q_blocks, o_blocks = [], []
     for h in range(H):
         rows = slice(h * d, (h + 1) * d)
@@ -223,13 +228,13 @@ VALUE_MISTAKES = {
 }
 
 
-def score_maps(W_K_hat, W_Q_hat, H):
+def score_maps(W_K_hat: Tensor, W_Q_hat: Tensor, H: int) -> Tensor:
     """Per head, the D x D bilinear form of the reduced logits: W_Q_hat_h^T W_K_hat / sqrt(r)."""
     r = W_K_hat.shape[0]
     return torch.stack([W_Q_hat[h * r : (h + 1) * r].T @ W_K_hat / math.sqrt(r) for h in range(H)])
 
 
-def value_maps(W_V_hat, W_O_hat, H):
+def value_maps(W_V_hat: Tensor, W_O_hat: Tensor, H: int) -> Tensor:
     """Per head, the D x D map y -> W_O_hat_h W_V_hat y that carries values into the output."""
     r = W_V_hat.shape[0]
     return torch.stack([W_O_hat[:, h * r : (h + 1) * r] @ W_V_hat for h in range(H)])
@@ -241,7 +246,7 @@ EXPERIMENT = {"D": 1024, "H": 32, "r": 50, "B": 32, "L_1": 100, "L_2": 300}
 MLA_DATA = ("W_DKV", "W_UK", "W_UV", "W_Q", "W_O")
 
 
-def mla_rows(x, y, w, H):
+def mla_rows(x: Tensor, y: Tensor, w: Mapping[str, Tensor], H: int) -> tuple[Tensor, Tensor]:
     """The vanilla MLA in float64 on x (n, L_1, D) over y (n, L_2, D), and per output row
     the most that float32 rounding of the logits can move it (to first order).
 
@@ -282,7 +287,7 @@ def mla_rows(x, y, w, H):
     return out, (ROUNDING_ETA * scale * sensitivity).sum(1)
 
 
-def row_ratios(got, ref, slack):
+def row_ratios(got: object, ref: Tensor, slack: Tensor) -> Tensor:
     """Per row: |got - ref| / (ROWS_TOL * |ref| + slack); a row passes at <= 1 (NaN never)."""
     deviation = torch.linalg.vector_norm(tensor(got, "output") - ref, dim=-1)
     return deviation / (ROWS_TOL * torch.linalg.vector_norm(ref, dim=-1) + slack)

@@ -2,6 +2,8 @@
 projections and the softmax argument, checked at secret, pairwise distinct dimensions."""
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -17,12 +19,18 @@ from attncourse.judge.checks import (
     shape_mistake,
     tensor,
 )
+from attncourse.judge.remote import StudentNamespace
 
 from .references import draw_dims
 from .tolerances import VALUES_TOL
 
 
-def check_shape_named(what, got, expected, mistakes=None):
+def check_shape_named(
+    what: str,
+    got: Any,
+    expected: Sequence[int],
+    mistakes: Mapping[str, Sequence[int]] | None = None,
+) -> None:
     """check_shape that also recognises a transposed answer and named wrong shapes."""
     shape = as_shape(got, what)
     expected = tuple(expected)
@@ -34,7 +42,7 @@ def check_shape_named(what, got, expected, mistakes=None):
     fail(f"{what}: wrong shape", expected, shape, cause)
 
 
-def as_tuple(value, n, what):
+def as_tuple(value: Any, n: int, what: str) -> tuple:
     """``value`` as a tuple of ``n`` answers, or a failure saying what came."""
     if type(value) not in (tuple, list) or len(value) != n:
         fail(f"{what}: expected a tuple of {n} answers", f"a tuple of {n} shapes", describe(value))
@@ -52,7 +60,7 @@ def _shape_trials(test_id):
         yield dims, tuple(dims[n] for n in SHAPE_NAMES)
 
 
-def check_head_shapes(ns):
+def check_head_shapes(ns: StudentNamespace) -> None:
     """Part 1: head_shapes(D_1, D_2, D_qk, D_v, H) -> shapes of W^Q_h, W^K_h, W^V_h."""
     func = answer(ns, "head_shapes", "Part 1")
     for _, args in _shape_trials("p1_head_shapes"):
@@ -87,7 +95,7 @@ def check_head_shapes(ns):
         )
 
 
-def check_stacked_shapes(ns):
+def check_stacked_shapes(ns: StudentNamespace) -> None:
     """Part 2: stacked_shapes(...) -> shapes of W^Q, W^K, W^V, q_l1, k_l2, v_l2."""
     func = answer(ns, "stacked_shapes", "Part 2")
     for _, args in _shape_trials("p2_stacked_shapes"):
@@ -124,7 +132,7 @@ def check_stacked_shapes(ns):
             )
 
 
-def check_projections(ns):
+def check_projections(ns: StudentNamespace) -> None:
     """Part 2: query_vector / key_vector / value_vector compute W x (or W y)."""
     funcs = {
         name: answer(ns, name, "Part 2") for name in ("query_vector", "key_vector", "value_vector")
@@ -159,7 +167,7 @@ def _softmax_argument_inputs(trial):
     return randn(gen, D_qk), randn(gen, L_2, D_qk), D_qk, L_2
 
 
-def check_softmax_argument_shape(ns):
+def check_softmax_argument_shape(ns: StudentNamespace) -> None:
     """Part 3: softmax_argument(q, K) returns a vector with one entry per key (L_2,)."""
     func = answer(ns, "softmax_argument", "Part 3")
     for trial in range(SHAPE_TRIALS):
@@ -177,7 +185,7 @@ def check_softmax_argument_shape(ns):
             )
 
 
-def check_softmax_argument_values(ns):
+def check_softmax_argument_values(ns: StudentNamespace) -> None:
     """Part 3: softmax_argument(q, K) = q^T K^T / sqrt(D_qk), for any q and K."""
     func = answer(ns, "softmax_argument", "Part 3")
     for trial in range(SHAPE_TRIALS):
@@ -205,7 +213,7 @@ def check_softmax_argument_values(ns):
 # ---------------------------------------------------------------------------- Part 4
 
 
-def check_output_shapes(ns):
+def check_output_shapes(ns: StudentNamespace) -> None:
     """Part 4: output_shapes(...) -> shapes of o_{h,l1}, o_l1, W^O_h, W^O."""
     func = answer(ns, "output_shapes", "Part 4")
     for _, args in _shape_trials("p4_output_shapes"):

@@ -12,12 +12,13 @@ import hashlib
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from attncourse.constants import EXAMPLE_STUDENT
 from attncourse.judge.checks import distinct_dims, generator, rel_error, rng_for
 
 
-def matrix64(rows):
+def matrix64(rows: list[list[float]] | np.ndarray) -> Tensor:
     """Nested rows of numbers as a float64 tensor."""
     return torch.tensor(rows, dtype=torch.float64)
 
@@ -112,12 +113,12 @@ def worksheet_instance(student):
 
 
 @functools.lru_cache(maxsize=4096)
-def _drawn(student):
+def _drawn(student: str) -> dict[str, np.ndarray]:
     """``worksheet_instance(student)``, drawn once per process (9 ms an id, rosters searched)."""
     return worksheet_instance(student)
 
 
-def instance_of(student):
+def instance_of(student: str) -> dict[str, np.ndarray]:
     """``worksheet_instance(student)`` as float64 numpy arrays (fresh copies)."""
     return {k: np.asarray(v, dtype=np.float64) for k, v in _drawn(student).items()}
 
@@ -161,7 +162,7 @@ def copied_instances(ns, answer_of, classmate=None):
     }
 
 
-def instance_json(student):
+def instance_json(student: str) -> dict[str, object]:
     """The instance of ``student`` and its expected answers, as plain lists (for JSON)."""
     data = instance_of(student)
     Q, K, V = data["X"] @ data["W_q"], data["X"] @ data["W_k"], data["X"] @ data["W_v"]
@@ -186,7 +187,7 @@ def instance_json(student):
 # ---------------------------------------------------------------- Q1 shapes
 
 
-def q1_expected(part, B, n, d):
+def q1_expected(part: str, B: int, n: int, d: int) -> tuple[tuple[int, ...], ...]:
     """The shapes of the quantities of Q1 ``part`` for dimensions B, n, d."""
     return {
         "q1a": ((d, d), (d, d), (d, d)),
@@ -225,13 +226,13 @@ SLOT_GROUPS = {
 # ---------------------------------------------------------------- Q3 toy single-head forward pass
 
 
-def toy_reference(student):
+def toy_reference(student: str) -> tuple[Tensor, ...]:
     """X, W^(q), W^(k), W^(v), W^(o) and the rounded weights A_approx of ``student``'s Q3."""
     data = instance_of(student)
     return tuple(matrix64(data[k]) for k in ("X", "W_q", "W_k", "W_v", "W_o", "A_approx"))
 
 
-def projection_mistakes(X, W):
+def projection_mistakes(X: Tensor, W: Tensor) -> dict[str, Tensor]:
     """Named wrong projections of X by W."""
     return {
         "column-vector convention W X: here activations are X W (rows are tokens)": torch.matmul(
@@ -243,7 +244,7 @@ def projection_mistakes(X, W):
     }
 
 
-def linear_weight_mistakes(W):
+def linear_weight_mistakes(W: Tensor) -> dict[str, Tensor]:
     """Weights of the named wrong layers that have the right shape (d_out, d_in)."""
     d_in, d_out = W.shape
     return {
@@ -256,7 +257,7 @@ def linear_weight_mistakes(W):
 # ---------------------------------------------------------------- Q4 block matrices, numerically
 
 
-def q4_instance(name):
+def q4_instance(name: str) -> tuple[int, int, int, Tensor, Tensor]:
     """n, H, d_h, X (n, H d_h), W (H d_h, H d_h) of one secret Q4 instance."""
     dims = distinct_dims(rng_for(f"worksheet-q4-{name}"), ["n", "H", "d_h"])
     n, H, d_h = dims["n"], dims["H"], dims["d_h"]
@@ -266,12 +267,12 @@ def q4_instance(name):
     return n, H, d_h, X, W
 
 
-def q4_reference(X, W, d_h):
+def q4_reference(X: Tensor, W: Tensor, d_h: int) -> Tensor:
     """Head h is X W[:, h d_h:(h+1) d_h]: W's contiguous column blocks, one batched product."""
     return torch.matmul(X, torch.stack(W.split(d_h, dim=1)))
 
 
-def q4_mistakes(X, W, H, d_h, reference):
+def q4_mistakes(X: Tensor, W: Tensor, H: int, d_h: int, reference: Tensor) -> dict[str, Tensor]:
     """Named wrong head splits of X W."""
     n = X.shape[0]
     Q = torch.matmul(X, W)
@@ -290,7 +291,7 @@ def q4_mistakes(X, W, H, d_h, reference):
 # ---------------------------------------------------------------- Q5 toy two-head forward pass
 
 
-def two_head_reference(student):
+def two_head_reference(student: str) -> tuple[Tensor, ...]:
     """Q, K, V (2, 4), H_0, H_1 (2, 2) and W^(o) (4, 4) of ``student``'s Q5."""
     data = instance_of(student)
     names = ("Q_mha", "K_mha", "V_mha", "H_0", "H_1", "W_o_mha")

@@ -20,18 +20,15 @@ from .rope import check_merged_score_matrix, check_rope, check_rope_rules
 
 # grade_id of each test cell -> the check the judge runs for it
 CHECKS = {
-    grade_id: single_threaded(check)
-    for grade_id, check in {
-        "p1_rope": check_rope,
-        "p1_rope_rules": check_rope_rules,
-        "p1_merged_score_matrix": check_merged_score_matrix,
-        "p2_mla_attributes": check_mla_attributes,
-        "p2_mla_forward": check_mla_forward,
-        "p2_mla_rules": check_mla_rules,
-        "p3_latent_query": check_latent_query,
-        "p3_decode_cache": check_decode_cache,
-        "p3_decode_forward": check_decode_forward,
-        "p3_decode_rules": check_decode_rules,
-        "p4_cache_elements": check_cache_elements,
-    }.items()
+    "p1_rope": single_threaded(check_rope),
+    "p1_rope_rules": single_threaded(check_rope_rules),
+    "p1_merged_score_matrix": single_threaded(check_merged_score_matrix),
+    "p2_mla_attributes": single_threaded(check_mla_attributes),
+    "p2_mla_forward": single_threaded(check_mla_forward),
+    "p2_mla_rules": single_threaded(check_mla_rules),
+    "p3_latent_query": single_threaded(check_latent_query),
+    "p3_decode_cache": single_threaded(check_decode_cache),
+    "p3_decode_forward": single_threaded(check_decode_forward),
+    "p3_decode_rules": single_threaded(check_decode_rules),
+    "p4_cache_elements": single_threaded(check_cache_elements),
 }

@@ -1,10 +1,12 @@
 """Part 3(a) of ``mla_inference``: latent_query, the query with W_UK absorbed and its rotary part."""
 
 import math
+from typing import Any
 
 import torch
 
 from attncourse.judge.checks import answer, call, describe, fail, generator, randn, rng_for, tensor
+from attncourse.judge.remote import StudentNamespace
 
 from .attention import loaded_model, mla_dims
 from .references import Variant, head_rows, latent_query_reference, rope_reference
@@ -12,14 +14,14 @@ from .rope import close, with_rope
 from .tolerances import VALUES_TOL
 
 
-def pair(value, what, names):
+def pair(value: Any, what: str, names: str) -> Any:
     """``value`` as a pair of answers, or a failure naming the pair ``names``."""
     if type(value) not in (tuple, list) or len(value) != 2:
         fail(f"{what}: return a pair {names}", "a tuple of two tensors", describe(value))
     return value
 
 
-def check_latent_query(ns):
+def check_latent_query(ns: StudentNamespace) -> None:
     """Part 3(a): latent_query returns W_UK_h^T W_Q_h x_t and R_t W_QR_h x_t for every head."""
     part = "Part 3(a)"
     fn = answer(ns, "latent_query", part)
@@ -66,7 +68,7 @@ def check_latent_query(ns):
             ),
         },
     )
-    rope_shapes = {
+    rope_shapes: dict[tuple[int, ...], str] = {
         (B, d_R): "one rotary query per head: q_rope is (B, H, d_R) (the shared one is the key)",
         (B, H * d_R): "keep the heads on their own axis: (B, H, d_R)",
     }

@@ -5,6 +5,9 @@ test's weights; the rule checks skip the student's ``rope`` (graded in Part 1).
 """
 
 import math
+from typing import Any
+
+import torch
 
 from attncourse.judge.checks import (
     answer,
@@ -20,6 +23,7 @@ from attncourse.judge.checks import (
     tensor,
     to_grading,
 )
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NO_FUSED, NO_LOOPS, Rule, prove, proves
 
 from .references import mla_mistakes, mla_reference
@@ -29,7 +33,7 @@ from .tolerances import VALUES_TOL
 LAYERS = ("W_DKV", "W_UK", "W_UV", "W_Q", "W_QR", "W_KR", "W_O")
 
 
-def mla_dims(test_id):
+def mla_dims(test_id: str) -> dict[str, int]:
     """Secret dimensions, pairwise distinct, d_h and d_R even (so a rotated content part exists)."""
     rng = rng_for(test_id)
     while True:
@@ -44,7 +48,7 @@ def mla_dims(test_id):
             return dims
 
 
-def mla_args(dims):
+def mla_args(dims: dict[str, int]) -> tuple[int, ...]:
     """MLAAttention's constructor arguments (D, H, d_h, r, d_R)."""
     return tuple(dims[k] for k in ("D", "H", "d_h", "r", "d_R"))
 
@@ -83,7 +87,9 @@ def _set_linear(model, name, weight, part):
     load_linear(model, name, weight, part, cause, lambda _: cause, expected="an nn.Module")
 
 
-def loaded_model(ns, part, dims, test_id):
+def loaded_model(
+    ns: StudentNamespace, part: str, dims: dict[str, int], test_id: str
+) -> tuple[Any, dict[str, torch.Tensor]]:
     """(model in float64 on the grading device with the test's weights, the weights)."""
     model = _build(ns, part, dims)
     model = to_grading(ns, model, part, f"{part}: model", expected="an nn.Module")
@@ -105,7 +111,7 @@ def _shape_mistakes(name, dims):
     return found
 
 
-def check_mla_attributes(ns):
+def check_mla_attributes(ns: StudentNamespace) -> None:
     """Part 2: attributes, bias-free nn.Linear layers of the task's shapes, output shape."""
     part = "Part 2"
     dims = mla_dims("p2_mla_attributes")
@@ -141,7 +147,7 @@ MLA_RULES = (*MLA_BY_HAND, Rule(NO_LOOPS, "MLAAttention", "Part 2", skip_reached
 
 
 @proves(*MLA_BY_HAND)
-def check_mla_forward(ns):
+def check_mla_forward(ns: StudentNamespace) -> None:
     """Part 2: forward(x) matches the float64 head-by-head reference with the test's weights."""
     part = "Part 2"
     answer(ns, "MLAAttention", part)
@@ -168,7 +174,7 @@ def check_mla_forward(ns):
         with_rope(ns, attempt)
 
 
-def runs_mla(ns, part):
+def runs_mla(ns: StudentNamespace, part: str) -> tuple[Any, torch.Tensor]:
     """The rule points are for a model that works: build a small one and run it, in float64
     on the grading device as the value checks do (a rope that mishandles float32 inputs costs
     Part 1(a) only). Returns (model, x) with x (1, 3, 6) in float64 on this side."""
@@ -182,7 +188,7 @@ def runs_mla(ns, part):
 
 
 @proves(*MLA_RULES)
-def check_mla_rules(ns):
+def check_mla_rules(ns: StudentNamespace) -> None:
     """Part 2: no loop and no fused attention in MLAAttention (its helpers included, rope aside)."""
     runs_mla(ns, "Part 2")
     prove(MLA_RULES, ns)

@@ -1,13 +1,16 @@
 """Part 4 of ``mla_inference``: elements cached per token per layer for MHA, GQA, MQA and MLA."""
 
+from typing import Any
+
 from attncourse.judge.checks import answer, call, fail, integer, rng_for
+from attncourse.judge.remote import StudentNamespace
 
 from .references import cache_expected, cache_mistakes
 
 DEEPSEEK_V2 = {"H": 128, "d_h": 128, "r": 512, "d_R": 64}
 
 
-def check_cache_elements(ns):
+def check_cache_elements(ns: StudentNamespace) -> None:
     """Part 4(a): elements cached per token per layer for MHA, GQA, MQA and MLA."""
     part = "Part 4(a)"
     fn = answer(ns, "cache_elements", part)
@@ -30,7 +33,8 @@ def check_cache_elements(ns):
         )
     for label, cfg in configs:
         for kind in ("mha", "gqa", "mqa", "mla"):
-            kwargs = {n: cfg[n] for n in ("H", "d_h", "G", "r", "d_R")}  # every count gets all
+            # every count gets all (Any: they travel as call's keyword options)
+            kwargs: dict[str, Any] = {n: cfg[n] for n in ("H", "d_h", "G", "r", "d_R")}
             args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
             what = f"{part}: cache_elements({kind!r}, {args}) ({label})"
             got = integer(call(fn, (kind,), what, **kwargs), what, "an integer count")

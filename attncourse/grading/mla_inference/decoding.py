@@ -1,8 +1,11 @@
 """Part 3(b) of ``mla_inference``: decode_step, its latent cache, its output, its rules."""
 
+from typing import Any
+
 import torch
 
 from attncourse.judge.checks import answer, call, describe, fail, generator, randn, rng_for, tensor
+from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NEVER_NAMES, NO_FUSED, NO_LOOPS, USES, Rule, prove, proves
 
 from .absorption import pair
@@ -70,7 +73,7 @@ def _check_cache_layout(cache, B, L, dims, what):
             fail(f"{what}: shape of cache[{key!r}] after {L} tokens", expected, got, named.get(got))
 
 
-def check_decode_cache(ns):
+def check_decode_cache(ns: StudentNamespace) -> None:
     """Part 3(b): decode_step caches exactly c (B, L, r) and the rotated k_rope (B, L, d_R)."""
     part = "Part 3(b)"
     fn = answer(ns, "decode_step", part)
@@ -79,7 +82,7 @@ def check_decode_cache(ns):
     rng = rng_for("p3_decode_cache/x")
     B, steps = rng.randint(2, 4), 3
     x = randn(generator("p3_decode_cache/x"), B, steps, dims["D"])
-    cache = None
+    cache: Any = None  # the student's cache, as their decode_step returned it
     for t in range(steps):
         what = f"{part}: decode_step after {t + 1} token(s) (B = {B})"
         _, cache = _decode(ns, fn, model, x[:, t], cache, what)
@@ -116,7 +119,7 @@ def check_decode_cache(ns):
     with_rope(ns, attempt)
 
 
-def check_decode_forward(ns):
+def check_decode_forward(ns: StudentNamespace) -> None:
     """Part 3(b): token-by-token decoding equals the full causal forward (float64)."""
     part = "Part 3(b)"
     fn = answer(ns, "decode_step", part)
@@ -172,7 +175,7 @@ def check_decode_forward(ns):
 
 
 # rope (Part 1(a)) and MLAAttention (Part 2) are graded in their own parts
-_GRADED_ELSEWHERE = {"skip": ("MLAAttention",), "skip_reached_from": ("rope",)}
+_GRADED_ELSEWHERE: dict[str, Any] = {"skip": ("MLAAttention",), "skip_reached_from": ("rope",)}
 DECODE_RULES = (
     Rule(
         USES,
@@ -200,7 +203,7 @@ DECODE_RULES = (
 
 
 @proves(*DECODE_RULES)
-def check_decode_rules(ns):
+def check_decode_rules(ns: StudentNamespace) -> None:
     """Part 3(b): decode_step uses latent_query, never W_UK itself, no loop, no fused attention."""
     part = "Part 3(b)"
     fn = answer(ns, "decode_step", part)

@@ -10,6 +10,7 @@ Positions (``q_pos``, ``k_pos``, ``q_off``) are arguments, not variants.
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +19,10 @@ from attncourse.judge.checks import named_mistakes
 
 F64 = torch.float64
 BASE = 10000.0
+Tensor = torch.Tensor
+Rotate = Callable[[Tensor, Tensor], Tensor]  # (x (..., d), positions) -> R_t x
+Weights = dict[str, Tensor]  # W_Q, W_QR, W_DKV, W_UK, W_UV, W_KR, W_O
+Dims = dict[str, int]  # H, d_h, d_R, r...
 
 
 # ---------------------------------------------------------------- RoPE, block by block
@@ -40,7 +45,7 @@ TASK_ROPE = Rope()
 
 
 @functools.lru_cache(maxsize=8192)
-def rotation(t, d, base=BASE, variant=TASK_ROPE):
+def rotation(t: int, d: int, base: float = BASE, variant: Rope = TASK_ROPE) -> Tensor:
     """R_t (d, d) in float64, one 2x2 block at a time (planes (2i, 2i+1) for the task)."""
     R = torch.zeros(d, d, dtype=F64)
     base = variant.base if variant.base is not None else base
@@ -55,7 +60,9 @@ def rotation(t, d, base=BASE, variant=TASK_ROPE):
     return R
 
 
-def rope_reference(x, positions, base=BASE, variant=TASK_ROPE):
+def rope_reference(
+    x: Tensor, positions: object, base: float = BASE, variant: Rope = TASK_ROPE
+) -> Tensor:
     """R_t x for every vector of x (..., d), t its entry of ``positions`` (broadcast), float64."""
     x = x.to(F64)
     d = x.shape[-1]
@@ -78,7 +85,7 @@ ROPE_MISTAKES = {
 }
 
 
-def rope_mistakes(x, positions, base):
+def rope_mistakes(x: Tensor, positions: object, base: float) -> dict[str, Tensor]:
     """Named wrong rotations of x (the table, no rotation at all, and a base ignored)."""
     out = named_mistakes(rope_reference, ROPE_MISTAKES, x, positions, base)
     out["positions ignored (nothing rotated)"] = x.to(F64)
@@ -109,14 +116,22 @@ class Variant:
 TASK = Variant()
 
 
-def head_rows(h, H, size, heads):
+def head_rows(h: int, H: int, size: int, heads: str) -> Tensor:
     """The rows of head h in a projection of H heads of ``size`` (contiguous or interleaved)."""
     if heads == "contiguous":
         return torch.arange(h * size, (h + 1) * size)
     return torch.arange(size) * H + h
 
 
-def mla_reference(x, w, dims, rotate=rope_reference, variant=TASK, q_pos=None, k_pos=None):
+def mla_reference(
+    x: Tensor,
+    w: Weights,
+    dims: Dims,
+    rotate: Rotate = rope_reference,
+    variant: Variant = TASK,
+    q_pos: Tensor | None = None,
+    k_pos: Tensor | None = None,
+) -> Tensor:
     """Decoupled-RoPE MLA of x (B, L, D) in float64, head by head, with an explicit mask.
 
     ``q_pos``/``k_pos`` are the positions the queries and the keys are rotated at
@@ -175,7 +190,7 @@ MLA_MISTAKES = {
 }
 
 
-def mla_mistakes(x, w, dims, rotate):
+def mla_mistakes(x: Tensor, w: Weights, dims: Dims, rotate: Rotate) -> dict[str, Tensor]:
     """Named wrong MLA outputs: the table, and rotary queries one position ahead."""
     out = named_mistakes(mla_reference, MLA_MISTAKES, x, w, dims, rotate)
     shifted = torch.arange(x.shape[1]) + 1
@@ -209,7 +224,9 @@ DECODE_MISTAKES["the token does not attend to itself: append it to the cache bef
 )
 
 
-def decode_mistakes(x, w, dims, rotate, step=False):
+def decode_mistakes(
+    x: Tensor, w: Weights, dims: Dims, rotate: Rotate, step: bool = False
+) -> dict[str, Tensor]:
     """Named wrong decoders: the MLA mistakes, and positions off by one.
 
     ``step``: the mistakes of one step from the judge's cache (only the last token, at the
@@ -245,12 +262,12 @@ def decode_mistakes(x, w, dims, rotate, step=False):
 # ---------------------------------------------------------------- cache sizes
 
 
-def cache_expected(kind, H, d_h, G, r, d_R):
+def cache_expected(kind: str, H: int, d_h: int, G: int, r: int, d_R: int) -> int:
     """Elements cached per token per layer by ``kind`` (mha, gqa, mqa, mla)."""
     return {"mha": 2 * H * d_h, "gqa": 2 * G * d_h, "mqa": 2 * d_h, "mla": r + d_R}[kind]
 
 
-def cache_mistakes(kind, H, d_h, G, r, d_R):
+def cache_mistakes(kind: str, H: int, d_h: int, G: int, r: int, d_R: int) -> dict[int, str]:
     """A named wrong count for each kind (first match is reported)."""
     return {
         "mha": {

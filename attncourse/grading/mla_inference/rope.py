@@ -6,6 +6,10 @@ rotation is repeated with references built on the student's rope (:func:`with_ro
 mistake in Part 1(a) costs its points once. Parts 2 and 3 use it the same way.
 """
 
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import torch
 
 from attncourse.judge.checks import (
@@ -20,14 +24,22 @@ from attncourse.judge.checks import (
     rng_for,
     tensor,
 )
-from attncourse.judge.remote import Remote
+from attncourse.judge.remote import Remote, StudentNamespace
 from attncourse.judge.rulebook import NO_LOOPS, Rule, prove, proves
 
-from .references import BASE, F64, rope_mistakes, rope_reference
+from .references import BASE, F64, Rotate, rope_mistakes, rope_reference
 from .tolerances import MERGED_TOL, PRECISION_BAND, ROPE_FLOAT32_TOL, ROPE_TOL, ROTATION_TOL
 
 
-def close(what, got, ref, tol, mistakes=None, shape_cause=None, precision_cause=None):
+def close(
+    what: str,
+    got: Any,
+    ref: torch.Tensor,
+    tol: float,
+    mistakes: Mapping[str, torch.Tensor] | None = None,
+    shape_cause: str | None = None,
+    precision_cause: str | None = None,
+) -> float:
     """check_close, naming a NaN, or a precision mistake on evidence, before the named mistakes.
 
     Between ``tol`` and PRECISION_BAND an answer is a precision mistake when ``precision_cause``
@@ -63,7 +75,7 @@ def close(what, got, ref, tol, mistakes=None, shape_cause=None, precision_cause=
     return check_close(what, got_t, ref_t, tol, mistakes, shape_cause)
 
 
-def student_rotation(ns):
+def student_rotation(ns: StudentNamespace) -> Rotate | None:
     """The student's rope as a reference rotation, or None (see this module's docstring)."""
     fn = ns.get("rope")
     if not isinstance(fn, Remote):
@@ -84,14 +96,14 @@ def student_rotation(ns):
     if rel_error(got, rope_reference(x, positions)) <= ROPE_TOL:
         return None  # the task's rotation: the first reference already is it
 
-    def rotate(v, pos):
+    def rotate(v: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         out = call(fn, (v, torch.as_tensor(pos)), "rope (your Part 1, used in the reference)")
         return tensor(out, "rope")
 
     return rotate
 
 
-def with_rope(ns, attempt):
+def with_rope(ns: StudentNamespace, attempt: Callable[[Rotate], object]) -> None:
     """``attempt(rotate)`` with the task's rotation; on failure, again with the student's rope.
 
     When the student's rope is carried forward and both fail, the student reads the second
@@ -114,7 +126,7 @@ def with_rope(ns, attempt):
 # ================================================================= Part 1(a): rope
 
 
-def check_rope(ns):
+def check_rope(ns: StudentNamespace) -> None:
     """Part 1(a): rope(x, positions, base) rotates neighbouring pairs by t * base^(-2i/d)."""
     part = "Part 1(a)"
     fn = answer(ns, "rope", part)
@@ -157,7 +169,7 @@ FLOAT32_ANGLES = (
 )
 
 
-def check_float32(fn, part, rng):
+def check_float32(fn: Remote, part: str, rng: random.Random) -> None:
     """rope on a float32 x: a float32 result, the task's rotation to float32 rounding.
 
     Positions from 20,000 to 60,000 (a long context): angles t * theta_i computed in float32 are
@@ -187,7 +199,7 @@ def check_float32(fn, part, rng):
 
 
 @proves(Rule(NO_LOOPS, "rope", "Part 1(a)"))
-def check_rope_rules(ns):
+def check_rope_rules(ns: StudentNamespace) -> None:
     """Part 1(a): rope works and uses no loop, also not in the helpers it calls."""
     part = "Part 1(a)"
     fn = answer(ns, "rope", part)
@@ -202,7 +214,7 @@ def check_rope_rules(ns):
 # ================================================================= Part 1(b): merged matrix
 
 
-def check_merged_score_matrix(ns):
+def check_merged_score_matrix(ns: StudentNamespace) -> None:
     """Part 1(b): M = (R_t W_Q_h)^T (R_s W_UK_h), so that q_t . k_s = x_t^T M c_s."""
     part = "Part 1(b)"
     fn = answer(ns, "merged_score_matrix", part)

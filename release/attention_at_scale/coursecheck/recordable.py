@@ -30,6 +30,8 @@ from .libraries import (
     private_torch,
     under,
 )
+from .program import Program
+from .resolve import Reach
 from .rules import _fused, _reach, _refuse
 
 RULE = "footprint"
@@ -69,7 +71,7 @@ def unrecorded(path: str) -> str | None:
     return "outside torch's public operators"
 
 
-def _subclasses_tensor(reach, node, program) -> bool:
+def _subclasses_tensor(reach: Reach, node: ast.ClassDef, program: Program) -> bool:
     import torch
 
     scope = program.classes.get(node, program.module)
@@ -81,7 +83,7 @@ def _subclasses_tensor(reach, node, program) -> bool:
     return False
 
 
-def assert_recorded(name, namespace, part):
+def assert_recorded(name: str, namespace: object, part: str) -> None:
     """Fail unless ``name`` and everything it reaches compute where the footprint sees."""
     program, reach = _reach(name, namespace)
     _refuse(part, f"{RULE}", reach, program)

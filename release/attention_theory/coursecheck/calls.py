@@ -15,10 +15,11 @@ import builtins
 
 from .dangerous import DYNAMIC_BUILTINS, HOOK, PLAIN_DUNDERS
 from .libraries import ITERATING, ITERATING_METHODS, under, value_methods
+from .reachstate import ReachState
 from .values import Cls, Fn, Lib, LibObj, Obj, Value, text_of
 
 
-class Calls:
+class Calls(ReachState):
     """Calls followed or refused (a part of :class:`~coursecheck.resolve.Reach`)."""
 
     def _call(self, node, scope, unit):

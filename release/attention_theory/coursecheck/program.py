@@ -11,7 +11,9 @@ class's attributes (``self.x = ...`` in its methods, ``Cls.x = ...`` or ``setatt
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from .cells import CodeCell
 from .dangerous import CODE_MAGICS, INERT_MAGICS
@@ -28,7 +30,7 @@ from .pointing import (
 # ----------------------------------------------------------------------------- the cells
 
 
-def as_cells(sources) -> list[CodeCell]:
+def as_cells(sources: Iterable[str | CodeCell] | None) -> list[CodeCell]:
     """Cells from a list of :class:`CodeCell` or of plain source strings (all the student's)."""
     return [
         s if isinstance(s, CodeCell) else CodeCell(index=i, source=s)
@@ -56,7 +58,7 @@ class Finding:
         """ "`MyMHA.forward`, line 12 of the answer cell"."""
         return pointer(Place(self.part, self.place), self.function, self.line)
 
-    def at(self, line) -> str:
+    def at(self, line: int | list[int]) -> str:
         """The same place at another line (or lines) of the cell."""
         return pointer(Place(self.part, self.place), self.function, line)
 
@@ -81,7 +83,7 @@ def python_source(text: str, nesting: int = 0) -> ast.Module | None:
         return None
 
 
-def magic_call(node):
+def magic_call(node: ast.AST) -> tuple[str, str] | None:
     call = node.value if isinstance(node, ast.Expr) else None
     if (
         isinstance(call, ast.Call)
@@ -91,9 +93,10 @@ def magic_call(node):
         and isinstance(call.func.value.func, ast.Name)
         and call.func.value.func.id == "get_ipython"
         and len(call.args) >= 2
-        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
     ):
-        return call.args[0].value, call.args[-1].value
+        values = [a.value for a in call.args if isinstance(a, ast.Constant)]
+        texts = [v for v in values if isinstance(v, str)]
+        return (texts[0], texts[-1]) if len(texts) == len(call.args) else None
     return None
 
 
@@ -130,7 +133,7 @@ def _target_names(node):
     return []
 
 
-def own_nodes(node):
+def own_nodes(node: Any) -> Iterator[ast.AST]:
     """Nodes of a scope's body, not descending into nested functions, lambdas or classes."""
     body = node.body if isinstance(node.body, list) else [node.body]
     todo = list(body)
@@ -151,10 +154,10 @@ def own_nodes(node):
                 todo.extend(d for d in sub.args.kw_defaults if d is not None)
 
 
-def pairs(stmt):
+def pairs(stmt: ast.AST) -> list[tuple[str, ast.expr | None]]:
     """(target name, value expression or None) for every name a statement binds."""
     if isinstance(stmt, ast.Assign):
-        out = []
+        out: list[tuple[str, ast.expr | None]] = []
         for target in stmt.targets:
             if (
                 isinstance(target, (ast.Tuple, ast.List))
@@ -195,7 +198,7 @@ class Scope:
     names: dict = field(default_factory=dict)
     declared_global: set = field(default_factory=set)
 
-    def bind(self, name, kind, payload):
+    def bind(self, name: str, kind: str, payload: object) -> None:
         self.names.setdefault(name, []).append((kind, payload, self))
 
 
@@ -205,7 +208,7 @@ class Scope:
 class Program:
     """The notebook's code cells, parsed once, with the bindings of every name."""
 
-    def __init__(self, cells):
+    def __init__(self, cells: Iterable[str | CodeCell]) -> None:
         self.cells = as_cells(cells)
         self.trees = {}
         self.cell_of = {}
@@ -220,14 +223,15 @@ class Program:
             for node in ast.walk(tree):
                 self.cell_of[node] = cell.index
             self.owner_of.update(enclosing_names(tree))
-        self.cache = {}  # what the rules computed from this program (its tampering)
+        self.cache: dict[str, Any] = {}  # what the rules computed from this program (its tampering)
         self.module = Scope(None, None)
-        self.scope_of_node = {}  # node -> the function scope whose own code it is
-        self.course = {}  # name -> library path bound by the course's own cells (None: data)
-        self.scopes = {}  # function node -> Scope
-        self.classes = {}  # ClassDef -> (scope it is defined in)
-        self.class_attrs = {}  # ClassDef -> {attr: [(value expr, scope)]}
-        self.external_attrs = {}  # name -> [(attr, value, scope)] for ``Name.attr = v`` outside
+        self.scope_of_node: dict[ast.AST, Scope] = {}  # node -> the function scope of its code
+        self.course: dict[str, str | None] = {}  # name -> library path bound by the course's cells
+        self.scopes: dict[ast.AST, Scope] = {}  # function node -> Scope
+        self.classes: dict[ast.ClassDef, Scope] = {}  # ClassDef -> (scope it is defined in)
+        self.class_attrs: dict[ast.ClassDef, dict[str, list[tuple[ast.AST | None, Scope]]]] = {}
+        # name -> [(attr, value, scope)] for ``Name.attr = v`` outside its class
+        self.external_attrs: dict[str, list[tuple[str, ast.expr | None, Scope]]] = {}
         for cell in self.cells:
             tree = self.trees.get(cell.index)
             if tree is not None:
@@ -350,10 +354,10 @@ class Program:
                 ):
                     self.class_attrs[cls].setdefault(t.attr, []).append((value, scope))
 
-    def where(self, node) -> tuple[int, int]:
+    def where(self, node: ast.AST) -> tuple[int, int]:
         return self.cell_of.get(node, -1), getattr(node, "lineno", 0)
 
-    def finding(self, kind, what, node, path=""):
+    def finding(self, kind: str, what: str, node: ast.AST, path: str = "") -> Finding:
         cell, line = self.where(node)
         found = next((c for c in self.cells if c.index == cell), None)
         place = place_of(found) if found is not None else Place("", "a cell you added")
@@ -363,6 +367,6 @@ class Program:
 
     # ----------------------------------------------------------------- definitions
 
-    def definitions(self, name):
+    def definitions(self, name: str) -> list[ast.AST]:
         """Module-level ``def``/``class`` nodes binding ``name`` in the student's cells."""
         return [p for k, p, _ in self.module.names.get(name, []) if k == "def"]

@@ -47,7 +47,7 @@ class _Tampering:
 
     def __init__(self, program: Program):
         self.program = program
-        self.findings = []
+        self.findings: list[Finding] = []
         self.resolver = Reach(program, passive=True)
         for cell in program.cells:
             tree = program.trees.get(cell.index)

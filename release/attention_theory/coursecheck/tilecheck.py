@@ -9,12 +9,15 @@ feedback only: the grader proves the footprint rule and records again on secret 
 """
 
 import random
+from collections.abc import Callable
 
 from .footprint import from_wire
 from .tiling import judge_tiles, tile_sizes
 
 
-def check_tiles(func, part="Part 3", name="flash_forward", seed=0) -> None:
+def check_tiles(
+    func: Callable[..., object], part: str = "Part 3", name: str = "flash_forward", seed: int = 0
+) -> None:
     """Raise when ``func``'s record shows more than a tiled forward forms (GradingError)."""
     import torch
 

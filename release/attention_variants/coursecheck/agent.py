@@ -14,9 +14,11 @@ class Recorder(TorchDispatchMode):
     operation its name's index in ``names``, its input and output counts, then each shape's
     ndim and dims, in the flat list ``codes`` (read by ``footprint.from_wire`` in the judge)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.names, self.index, self.codes = [], {}, []
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.codes: list[int] = []
         self.count, self.truncated = 0, False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -42,7 +44,7 @@ class Recorder(TorchDispatchMode):
         self.count += 1
         return out
 
-    def record(self):
+    def record(self) -> dict[str, object]:
         """The footprint as plain data for the reply."""
         return {
             "names": list(self.names),

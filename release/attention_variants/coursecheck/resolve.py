@@ -29,16 +29,18 @@ scopes and attributes (:mod:`~coursecheck.scopes`), the call graph's cycles
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from .callgraph import CallGraph
 from .calls import Calls
-from .program import Finding, Program
+from .program import Program
+from .reachstate import ReachState
 from .scopes import Scopes
 from .values import Cls, Fn
 from .walk import Walk
 
 
-def reach(program: Program, name: str, skip=frozenset()) -> Reach:
+def reach(program: Program, name: str, skip: Iterable[str] = frozenset()) -> Reach:
     """Everything the answer ``name`` reaches (``skip``: definitions graded elsewhere)."""
     return Reach(program, name, frozenset(skip))
 
@@ -48,20 +50,27 @@ def reach_cell(program: Program, index: int) -> Reach:
     return Reach(program, None, cell=index)
 
 
-class Reach(Walk, Calls, Scopes, CallGraph):
+class Reach(Walk, Calls, Scopes, CallGraph, ReachState):
     """Everything the answer ``name`` reaches, and the findings on the way."""
 
-    def __init__(self, program: Program, name=None, skip=frozenset(), cell=None, passive=False):
+    def __init__(
+        self,
+        program: Program,
+        name: str | None = None,
+        skip: frozenset[str] = frozenset(),
+        cell: int | None = None,
+        passive: bool = False,
+    ) -> None:
         self.program = program
-        self.passive = passive  # only evaluate expressions: schedule and walk nothing
+        self.passive = passive
         self.name = name
         self.skip = skip
-        self.findings: list[Finding] = []
-        self.units = []  # reached function, lambda and class nodes, in order
-        self.statements = []  # reached module-level binding statements
-        self.edges = {}  # function node -> callee function nodes
-        self._seen = set()  # scheduled functions and classes
-        self._walked = set()  # module-level statements walked
+        self.findings = []
+        self.units = []
+        self.statements = []
+        self.edges = {}
+        self._seen = set()
+        self._walked = set()
         self._evaluating = set()
         self._todo = []
         self.roots = []
@@ -80,18 +89,8 @@ class Reach(Walk, Calls, Scopes, CallGraph):
             self._analyse(self._todo.pop(0))
         self._recursion()
 
-    # ------------------------------------------------------------------- findings
-
-    def add(self, kind, what, node, path=""):
-        finding = self.program.finding(kind, what, node, path)
-        if finding not in self.findings:
-            self.findings.append(finding)
-
-    def of(self, *kinds):
-        return [f for f in self.findings if f.kind in kinds]
-
     @property
-    def primary(self):
+    def primary(self) -> ast.AST | None:
         """The last ``def``/``class`` of the answer's own name, else the definition an alias
         of that name refers to (None when the source shows none)."""
         defs = self.program.definitions(self.name) if self.name else []

@@ -14,11 +14,17 @@ construct and its place. Nothing the kernel says about its objects is consulted.
 
 import ast
 
+# bound at import, whatever a notebook does to the builtins later (imported by name: the type
+# checker narrows through it as through the builtin itself)
+from builtins import isinstance as _isinstance
+from collections.abc import Iterable
+from typing import Any
+
 from .failure import fail
 from .libraries import LOOP_NODES
 from .program import Program, as_cells, python_source
+from .resolve import Reach, reach_cell
 from .resolve import reach as reach_of
-from .resolve import reach_cell
 from .tampering import tampering
 from .pointing import Place
 
@@ -33,8 +39,6 @@ __all__ = [
     "reachable_definitions",
 ]
 
-_type = type
-_isinstance = isinstance
 
 # The fused-attention family, wherever it lives (matched in the dotted path, lower case).
 FUSED_WORDS = (
@@ -62,15 +66,16 @@ FROM_OUTSIDE = (
 )
 
 
-def program_of(namespace) -> Program:
+def program_of(namespace: object) -> Program:
     """The parsed notebook of ``namespace`` (a StudentNamespace, or a list of sources)."""
     program = getattr(namespace, "program", None)
     if _isinstance(program, Program):
         return program
-    return Program(as_cells(getattr(namespace, "sources", namespace)))
+    sources: Any = getattr(namespace, "sources", namespace)  # plain sources, or cells
+    return Program(as_cells(sources))
 
 
-def _reach(name, namespace, skip=()):
+def _reach(name: str, namespace: object, skip: Iterable[str] = ()) -> tuple[Program, Reach]:
     program = program_of(namespace)
     reach = reach_of(program, name, skip)
     if reach.primary is None:
@@ -83,7 +88,7 @@ def _reach(name, namespace, skip=()):
     return program, reach
 
 
-def reachable_definitions(name, namespace):
+def reachable_definitions(name: str, namespace: object) -> list[ast.AST]:
     """AST nodes of the student's code that define ``name`` and everything it reaches.
 
     Read from the notebook's source, never from the kernel: the last ``def`` or ``class``
@@ -92,6 +97,7 @@ def reachable_definitions(name, namespace):
     """
     _, reach = _reach(name, namespace)
     first = reach.primary
+    assert first is not None  # _reach failed otherwise (checks.fail raises; it has no NoReturn)
     others = [n for n in [*reach.units, *reach.statements] if n is not first]
     return [first, *others]
 
@@ -114,7 +120,7 @@ def _refuse(part, rule, reach, program):
         )
 
 
-def assert_no_loops(name, namespace, part, skip=()):
+def assert_no_loops(name: str, namespace: object, part: str, skip: Iterable[str] = ()) -> None:
     """Fail unless no loop can run while the answer computes: no loop syntax, higher-order
     iteration, generator or recursion in it or in anything it reaches (``skip``: names of
     definitions graded by another part, left out)."""
@@ -142,7 +148,7 @@ def _fused(path):
     return any(word in lower for word in FUSED_WORDS)
 
 
-def assert_no_fused_attention(name, namespace, part):
+def assert_no_fused_attention(name: str, namespace: object, part: str) -> None:
     """Fail if the answer reaches a library attention module or fused kernel, or PyTorch's
     private operators (whose computation the judge cannot check)."""
     program, reach = _reach(name, namespace)
@@ -164,7 +170,7 @@ def assert_no_fused_attention(name, namespace, part):
             )
 
 
-def assert_no_torch(name, namespace, part):
+def assert_no_torch(name: str, namespace: object, part: str) -> None:
     """Fail if the answer (numpy only) reaches torch in any form."""
     program, reach = _reach(name, namespace)
     _refuse(part, "numpy-only", reach, program)
@@ -173,7 +179,7 @@ def assert_no_torch(name, namespace, part):
             fail(f"{part}: this part must use numpy only, not torch", "numpy only", str(finding))
 
 
-def part_label(test_source, default):
+def part_label(test_source: str, default: str) -> str:
     """The part a test cell grades, from its docstring ("Part 5", "Q1(a)", "Lab 1", "(c)")."""
     tree = python_source(test_source)
     body = tree.body if tree is not None else []
@@ -184,7 +190,7 @@ def part_label(test_source, default):
     return default
 
 
-def assert_imports_in_first_cell(namespace, test_index):
+def assert_imports_in_first_cell(namespace: object, test_index: int) -> None:
     """Fail the test cell at ``test_index`` if the answer it grades imports anything.
 
     The answer is the nearest answer cell above the test: an import in that cell, or in any
@@ -267,9 +273,9 @@ def _own_nodes(func_node):
 
 def _bindings(func_node):
     """name -> [(line, value expression or None)] for every local binding in a function."""
-    bound = {}
+    bound: dict[str, list[tuple[int, ast.expr | None]]] = {}
     for node in _own_nodes(func_node):
-        pairs = []
+        pairs: list[tuple[ast.expr, ast.expr | None]] = []
         if _isinstance(node, ast.Assign):
             for target in node.targets:
                 if _isinstance(target, (ast.Tuple, ast.List)) and _isinstance(
@@ -298,7 +304,7 @@ def _bindings(func_node):
 
 
 def _size_locals(bound, params):
-    sizes = set()
+    sizes: set[str] = set()
     changed = True
     while changed:
         changed = False
@@ -340,7 +346,13 @@ def _mutated_outputs(func_node, outputs):
                 yield owner.id, node.lineno
 
 
-def assert_one_statement_per_output(name, namespace, part, outputs, size_params=None):
+def assert_one_statement_per_output(
+    name: str,
+    namespace: object,
+    part: str,
+    outputs: Iterable[str],
+    size_params: Iterable[str] | None = None,
+) -> None:
     """Fail unless each output of ``func`` is computed in a single statement.
 
     An output is assigned once (or written straight into the ``return``), is not
@@ -355,9 +367,10 @@ def assert_one_statement_per_output(name, namespace, part, outputs, size_params=
     program, reach = _reach(name, namespace)
     _refuse(part, "one-statement", reach, program)
     node = reach.primary
+    assert node is not None  # _reach failed otherwise (checks.fail raises; it has no NoReturn)
     at = program.finding("statement", "", node).at  # "`f`, line 3 of the answer cell"
     rule = "a single assignment (or the expression in the return)"
-    args = node.args
+    args = node.args  # type: ignore[attr-defined]  # a def (an answer that is a class: AttributeError)
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     numbers = set(size_params) if size_params is not None else params - _tensor_like(node)
     bound = _bindings(node)

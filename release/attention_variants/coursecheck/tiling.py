@@ -16,6 +16,7 @@ the visible check.
 """
 
 import math
+import random
 from dataclasses import dataclass
 
 from .failure import fail
@@ -66,7 +67,9 @@ class Tiles:
         )
 
 
-def tile_sizes(rng, d, wide_queries, causal, B=1, H=3) -> Tiles:
+def tile_sizes(
+    rng: random.Random, d: int, wide_queries: bool, causal: bool, B: int = 1, H: int = 3
+) -> Tiles:
     """Sizes with every named mistake >= :data:`MARGIN` times the allowed size and partial
     last blocks of at least 2 rows, no block (nor partial block) of ``d`` rows (so a product
     of probabilities and values never reads as one of scores)."""
@@ -94,7 +97,7 @@ def whole_block_scores(t: Tiles) -> int:
     return t.B * t.H * pairs * t.block_q * t.block_k
 
 
-def _mistake(shape, t: Tiles) -> str:
+def _mistake(shape: tuple[int, ...], t: Tiles) -> str:
     dims = list(shape)
     if dims.count(t.L) >= 2:
         return "the full L x L score matrix formed after all"

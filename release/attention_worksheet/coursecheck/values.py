@@ -50,6 +50,10 @@ class Value:
     what: str = "a computed value"
 
 
+# what an expression may be at run time: one of the values above
+AbstractValue = Lib | LibObj | Fn | Cls | Obj | Super | Value
+
+
 def text_of(node: ast.AST) -> str:
     """``node`` as source, cut at 60 characters (its kind, if it cannot be printed)."""
     try:

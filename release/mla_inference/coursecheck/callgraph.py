@@ -7,8 +7,10 @@ edge (caller -> callees).
 
 from __future__ import annotations
 
+from .reachstate import ReachState
 
-class CallGraph:
+
+class CallGraph(ReachState):
     """Recursion found in ``self.edges`` (a part of :class:`~coursecheck.resolve.Reach`)."""
 
     def _recursion(self):

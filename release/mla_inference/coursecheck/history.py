@@ -14,6 +14,7 @@ import functools
 import hashlib
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .cells import CodeCell
@@ -83,13 +84,13 @@ def _identity(source, book):
 class HistoryProgram(Program):
     """A :class:`Program` whose cells are entries of ``In``, numbered as the student sees them."""
 
-    def finding(self, kind, what, node, path=""):
+    def finding(self, kind: str, what: str, node: ast.AST, path: str = "") -> Finding:
         cell, line = self.where(node)
         where = f"the cell run as In [{cell + 1}]"
         return Finding(kind, what, cell, line, path, "", self.owner_of.get(node, ""), where)
 
 
-def student_program(history, book: Book, grade_id: str) -> HistoryProgram:
+def student_program(history: Sequence[object], book: Book, grade_id: str) -> HistoryProgram:
     """The program the judge would read, from the history: the course's cells as run, and of
     the student's cells the last version of each (a later run of a cell replaces the earlier).
 
@@ -98,7 +99,7 @@ def student_program(history, book: Book, grade_id: str) -> HistoryProgram:
     """
     entries = [(i, s) for i, s in enumerate(history) if i and isinstance(s, str) and s.strip()]
     course = {i for i, s in entries if digest(s) in book.course_cells | book.test_cells}
-    latest = {}
+    latest: dict[tuple, tuple[int, str]] = {}
     for i, source in entries:
         if i not in course:
             latest[_identity(source, book)] = (i, source)
@@ -123,7 +124,7 @@ class _Notebook:
     program: Program
 
 
-def input_history(namespace) -> list | None:
+def input_history(namespace: dict | None) -> list | None:
     """``In`` of the caller's namespace, else of the running IPython shell, else None."""
     history = (namespace or {}).get("In")
     if history is None and "IPython" in sys.modules:
@@ -132,7 +133,7 @@ def input_history(namespace) -> list | None:
     return history
 
 
-def check_rules(grade_id: str, book: Book, namespace=None) -> None:
+def check_rules(grade_id: str, book: Book, namespace: dict | None = None) -> None:
     """Prove the rules of test cell ``grade_id`` on the code run so far; raise
     :class:`RuleBroken` naming the rule, the construct and where it is."""
     __tracebackhide__ = True

@@ -14,10 +14,11 @@ import builtins
 
 from .dangerous import DYNAMIC_BUILTINS
 from .libraries import DEFINITIONS, library_object
-from .values import Cls, Fn, Lib, LibObj, Obj, Super, Value
+from .reachstate import ReachState
+from .values import AbstractValue, Cls, Fn, Lib, LibObj, Obj, Super, Value
 
 
-class Scopes:
+class Scopes(ReachState):
     """Names, bindings and attributes (a part of :class:`~coursecheck.resolve.Reach`)."""
 
     def _lookup(self, name, scope):
@@ -53,7 +54,7 @@ class Scopes:
                         self.add("unresolved", f"`{name}` used as a value", node)
                 return {Lib(f"builtins.{name}")}
             return set()
-        values = set()
+        values: set[AbstractValue] = set()
         for kind, payload, where in bindings:
             values |= self._binding(name, kind, payload, where)
         return values
@@ -128,7 +129,7 @@ class Scopes:
 
     def _attribute(self, expr, scope):
         attr = expr.attr
-        out = set()
+        out: set[AbstractValue] = set()
         for base in self._eval(expr.value, scope):
             if isinstance(base, Lib):
                 out.add(Lib(f"{base.path}.{attr}"))
@@ -166,7 +167,7 @@ class Scopes:
             return self._attribute(
                 ast.Attribute(call.args[0], call.args[1].value, ast.Load()), scope
             )
-        out = set()
+        out: set[AbstractValue] = set()
         for value in self._eval(func, scope):
             if isinstance(value, Cls):
                 out.add(Obj(value.node))
@@ -179,7 +180,7 @@ class Scopes:
 
     def _bases(self, cls):
         scope = self.program.classes.get(cls, self.program.module)
-        out = []
+        out: list[AbstractValue] = []
         for base in cls.bases:
             out += sorted(self._eval(base, scope), key=repr)
         return out
@@ -191,7 +192,7 @@ class Scopes:
         if cls in seen:
             return []
         seen.add(cls)
-        out = []
+        out: list[AbstractValue] = []
         for value, scope in self.program.class_attrs.get(cls, {}).get(attr, []):
             if isinstance(value, DEFINITIONS):
                 out.append(Cls(value) if isinstance(value, ast.ClassDef) else Fn(value))
@@ -212,7 +213,7 @@ class Scopes:
         return out
 
     def _base_member(self, cls, attr):
-        out = set()
+        out: set[AbstractValue] = set()
         for base in self._bases(cls):
             if isinstance(base, Cls):
                 out |= set(self._class_member(base.node, attr))

@@ -13,10 +13,11 @@ import ast
 
 from .dangerous import PLAIN_DUNDERS
 from .libraries import FUNCTIONS, LOOP_NODES, PLAIN_METHODS
+from .reachstate import ReachState
 from .values import Cls, Fn, Lib, LibObj, Obj
 
 
-class Walk:
+class Walk(ReachState):
     """The worklist and the walk (a part of :class:`~coursecheck.resolve.Reach`)."""
 
     # ---------------------------------------------------------------- the worklist
@@ -68,7 +69,7 @@ class Walk:
             if value is not None:  # ``Cls.attr = value`` or setattr(Cls, "attr", value)
                 self._walk(value, where, None)
         for stmt in node.body:
-            if isinstance(stmt, FUNCTIONS):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):  # (no lambda here)
                 name = stmt.name
                 if name.startswith("__") and name.endswith("__") and name not in PLAIN_METHODS:
                     self.add(
