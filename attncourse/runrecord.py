@@ -14,6 +14,11 @@ from nbformat.notebooknode import NotebookNode
 
 from attncourse.constants import METADATA_KEY
 
+# The resources key of the repairs the exporter made while reading the file (cells outside the
+# notebook format replaced by a note): they reach the record past its reset on entry
+# (RefuseSpecialFiles), which drops whatever the submitted file carried under METADATA_KEY.
+READING_REPAIRS = "attncourse_reading_repairs"
+
 
 @dataclass
 class RunRecord:

@@ -21,7 +21,7 @@ from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.validator import iter_validate
 
 from attncourse.preprocessors.submissionlimits import CARRIED, SubmissionLimits
-from attncourse.runrecord import RunRecord
+from attncourse.runrecord import READING_REPAIRS, RunRecord
 from attncourse.status import Status, SubmissionStatus
 
 
@@ -58,7 +58,9 @@ def unreadable_cells(nb: nbformat.NotebookNode) -> list[str]:
     them are put back from the release (RepairGradeCells)."""
     bad: dict[int, str] = {}
     for error in iter_validate(nb):
-        path = list(error.path)
+        # From the notebook's root: nbformat's error wraps jsonschema's, whose own path may be
+        # relative to a oneOf branch (empty for a cell with a key the format has not).
+        path = list(getattr(error, "absolute_path", error.path))
         if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
             where = "/".join(map(str, path[2:])) or "the cell itself"
             bad.setdefault(
@@ -109,11 +111,11 @@ class TolerantNotebookExporter(NotebookExporter):
             nb = nbformat.v4.new_notebook(cells=[unreadable_cell(reason)])
             RunRecord(unreadable=reason).store(nb)
         else:
-            if broken:
-                record = RunRecord.of(nb)
-                record.repairs += [f"a cell that {why} was replaced by a note" for why in broken]
-                record.store(nb)
+            resources = ResourcesDict() if resources is None else resources
+            if broken:  # the notebook's own record is the file's until it is reset
+                resources[READING_REPAIRS] = [
+                    f"a cell that {why} was replaced by a note" for why in broken
+                ]
             if carried.attachments:
-                resources = ResourcesDict() if resources is None else resources
                 resources[CARRIED] = carried
         return self.from_notebook_node(nb, resources=resources, **kw)

@@ -25,7 +25,7 @@ from attncourse.plainfiles import (
     refusal,
     special_entries,
 )
-from attncourse.runrecord import RunRecord
+from attncourse.runrecord import READING_REPAIRS, RunRecord
 
 
 class RefuseSpecialFiles(NbGraderPreprocessor):
@@ -48,11 +48,13 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
         # The run's record is the grader's alone: what the submitted file carries under the
         # course's key (forged protections, refusals, repairs) is dropped on entry. Only a note
         # that the file was unreadable or refused stays: the exporter wrote it on its placeholder,
-        # and a student who forges one only fails their own tests.
+        # and a student who forges one only fails their own tests; the exporter's repairs come
+        # in the resources.
         said = RunRecord.of(nb)
         nb.metadata.pop(METADATA_KEY, None)
-        if said.unreadable or said.refused:
-            RunRecord(unreadable=said.unreadable, refused=said.refused).store(nb)
+        repairs = list(resources.get(READING_REPAIRS) or [])  # the exporter's, not the file's
+        if said.unreadable or said.refused or repairs:
+            RunRecord(unreadable=said.unreadable, refused=said.refused, repairs=repairs).store(nb)
         folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
         if not folder:
             return nb, resources

@@ -184,3 +184,32 @@ def test_every_limit_is_a_configurable_trait_with_help():
         ]
     )
     assert all(traits[name].help for name in limits)
+
+
+def test_a_cell_outside_the_format_is_replaced_and_the_repair_reaches_the_record(honest):
+    """The exporter's repair (a cell outside nbformat's schema replaced by a note) reaches the
+    run record past its reset on entry, which drops what the file itself carries there: a
+    forged repair is gone, the real one stays."""
+    from attncourse.constants import METADATA_KEY
+    from attncourse.preprocessors.refusespecialfiles import RefuseSpecialFiles
+
+    nb = json.loads(nbformat.writes(honest))
+    bad = {
+        "cell_type": "code",
+        "metadata": {},
+        "source": "x",
+        "outputs": [],
+        "execution_count": "7",
+    }
+    nb["cells"].append(bad)
+    nb["metadata"][METADATA_KEY] = {"repairs": ["forged: nothing was repaired"]}
+    text, resources = TolerantNotebookExporter().from_file(io.StringIO(json.dumps(nb)))
+    out, _ = RefuseSpecialFiles().preprocess(nbformat.reads(text, as_version=4), resources)
+    assert out.cells[-1].source.startswith("**This cell could not be read:**")
+    repairs = RunRecord.of(out).repairs
+    assert len(repairs) == 1 and "was replaced by a note" in repairs[0], repairs
+    # the control: a file without such a cell has no repair, and the forged one is dropped
+    del nb["cells"][-1]
+    text, resources = TolerantNotebookExporter().from_file(io.StringIO(json.dumps(nb)))
+    out, _ = RefuseSpecialFiles().preprocess(nbformat.reads(text, as_version=4), resources)
+    assert RunRecord.of(out).repairs == []
