@@ -86,14 +86,14 @@ bench: venv  ## complete notebooks of ASSIGNMENT: stock nbgrader, nbgrader with 
 	$(BIN)/attncourse bench $(AT) --assignment $(ASSIGNMENT) --copies $(COPIES) --rounds $(ROUNDS)
 
 price: venv  ## what each hostile notebook (10,000 cells, many outputs, a parse bomb, 50 MB) costs beside an honest one of ASSIGNMENT: CPU, peak memory, ratios
-	$(BIN)/python tools/price.py --assignment $(ASSIGNMENT)
+	$(BIN)/python devtools/price.py --assignment $(ASSIGNMENT)
 
 fuzz: venv  ## thousands of generated hostile notebooks through the grading path (seeded: FUZZ_SEED), counts by outcome
 	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),3000) FUZZ_BATCH=$(or $(FUZZ_BATCH),120) $(BIN)/python -m pytest -p no:xdist -p no:randomly \
 		-W ignore --hypothesis-show-statistics tests/pipeline/test_fuzz_notebooks.py
 
 soak: venv  ## as root: STUDENTS_SOAK (1000) students of attention_worksheet on PostgreSQL through injected faults; checks and throughput
-	$(BIN)/python tools/soak.py --students $(or $(STUDENTS_SOAK),1000)
+	$(BIN)/python devtools/soak.py --students $(or $(STUDENTS_SOAK),1000)
 
 collect: venv  ## copy ASSIGNMENT's submissions from the nbgrader exchange into submitted/
 	$(BIN)/attncourse collect $(AT) $(ASSIGNMENT)

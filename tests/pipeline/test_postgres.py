@@ -19,7 +19,7 @@ from toy_course import ASSIGNMENT, class_submissions, make_course, submit
 from attncourse.course import nbgrader
 from attncourse.gradebook import cell_scores
 from attncourse.pipeline import grade
-from tools.pgserver import PostgresServer, binaries
+from devtools.pgserver import PostgresServer, binaries
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import pgserver
-from tools.soak import run
+from devtools import pgserver
+from devtools.soak import run
 
 STUDENTS = 12
 

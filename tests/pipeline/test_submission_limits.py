@@ -2,7 +2,7 @@
 only the cells over it, naming the limit and the cell; an honest notebook passes untouched;
 the outputs a file carries are cleared before anything reads them.
 
-The hostile notebooks are those ``make price`` measures (tools/hostile.py); the graded run
+The hostile notebooks are those ``make price`` measures (devtools/hostile.py); the graded run
 beside an honest student is in test_submission_limits_graded.py.
 """
 
@@ -19,8 +19,8 @@ from attncourse.preprocessors.submissionlimits import SubmissionLimits, refusal
 from attncourse.runrecord import RunRecord
 from attncourse.status import Status, status_of
 from attncourse.tolerantexporter import TolerantNotebookExporter
+from devtools import hostile
 from devtools.submissions import solution_submission
-from tools import hostile
 
 ASSIGNMENTS = ["attention_theory", "attention_variants", "attention_worksheet", "mla_inference"]
 

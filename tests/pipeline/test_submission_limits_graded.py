@@ -8,9 +8,9 @@ from attncourse.constants import AUTOGRADED
 from attncourse.course import ROOT, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
 from attncourse.runrecord import RunRecord
+from devtools import hostile
 from devtools.autograde import prepare
 from devtools.submissions import solution_submission, write_submission
-from tools import hostile
 
 pytestmark = [pytest.mark.slow, pytest.mark.kernel]
 

@@ -2,7 +2,7 @@
 
 Grades, one student per ``nbgrader autograde`` run with the course's ``nbgrader_config.py``
 in a scratch course, the instructor's full solution of one assignment (the honest student)
-and the hostile notebooks of :mod:`tools.hostile` (each the same solution with one costly
+and the hostile notebooks of :mod:`devtools.hostile` (each the same solution with one costly
 thing added), and prints for each: wall seconds, CPU seconds (user + system of the grading
 process and of everything it started and reaped: its kernels, the fork server), its peak
 resident memory (the largest of those processes, ``ru_maxrss``), the ratios to the honest
@@ -28,8 +28,8 @@ from attncourse.course import ROOT, notebook_path, venv_path  # noqa: E402
 from attncourse.gradebook import total_scores  # noqa: E402
 from attncourse.runrecord import RunRecord  # noqa: E402
 from devtools.autograde import prepare  # noqa: E402
+from devtools.hostile import HOSTILE  # noqa: E402
 from devtools.submissions import solution_submission, write_submission  # noqa: E402
-from tools.hostile import HOSTILE  # noqa: E402
 
 CPU_GOAL, MEMORY_GOAL = 3.0, 1.5
 NO_LIMITS = """

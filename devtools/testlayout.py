@@ -1,6 +1,6 @@
 """The tests' layout: folders that mirror the package, helpers apart (issue 34).
 
-``python tools/testlayout.py`` prints where each file still in the flat ``tests/`` folder goes;
+``python devtools/testlayout.py`` prints where each file still in the flat ``tests/`` folder goes;
 ``--apply`` moves them with ``git mv`` and rewrites the paths that name them (``tests/<file>``
 in the README, the Makefile and every Python file); run it again after merging a branch that
 added files to the flat folder. An assignment's own files (``cases_<a>.py``, ``margins_<a>.py``,

@@ -38,11 +38,11 @@ sys.path[:0] = [
 
 from attncourse.course import ROOT, nbgrader, notebook_path  # noqa: E402
 from attncourse.gradebook import cell_scores  # noqa: E402
+from devtools import hostile  # noqa: E402
 from devtools.autograde import prepare  # noqa: E402
+from devtools.cluster import FaultyCluster, leftovers  # noqa: E402
+from devtools.pgserver import PostgresServer  # noqa: E402
 from devtools.submissions import solution_submission, write_submission  # noqa: E402
-from tools import hostile  # noqa: E402
-from tools.cluster import FaultyCluster, leftovers  # noqa: E402
-from tools.pgserver import PostgresServer  # noqa: E402
 
 ASSIGNMENT = "attention_worksheet"
 ON_TIME, LATE = "2026-11-20 12:00:00 UTC", "2026-11-29 12:00:00 UTC"
