@@ -374,8 +374,17 @@ def assert_table_size(table, min_right=4, min_wrong=8):
     )
 
 
+# A cell or a judge's call may run 45 s here, not the course's 120: a tampering case that hangs
+# the kernel (variants' builtins.isinstance rebound) then costs 45 s instead of 120 (the
+# variants table's run: that student 179 s -> 79 s under 30 s). The longest honest cell, Part
+# 13's experiment, took at most 12 s on the 2 shared cores under a load of 7, 22 s under 13; a
+# cell cut short scores 0, so a shorter limit can fail a right answer, never pass a wrong one.
+TABLE_TIMEOUT = ("--ResilientExecute.timeout=45",)
+
+
 def autograde_table(course_dir, table):
-    """The solution, the release and the packed cases autograded by nbgrader in one run.
+    """The solution, the release and the packed cases autograded by nbgrader in one run
+    (a cell limited to ``TABLE_TIMEOUT``).
 
     Returns (scores, {student: the cases in its submission}).
     """
@@ -391,7 +400,8 @@ def autograde_table(course_dir, table):
         }
         submissions[student] = solution_submission(ROOT, table.assignment, answers)
         members[student] = pack
-    return autograde_submissions(course_dir, table.assignment, submissions), members
+    scores = autograde_submissions(course_dir, table.assignment, submissions, TABLE_TIMEOUT)
+    return scores, members
 
 
 def rebind(package, name, value):
