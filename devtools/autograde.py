@@ -25,14 +25,20 @@ def prepare(course_dir: Path, assignments: Iterable[str], root: Path = ROOT) -> 
 
 
 def autograde_submissions(
-    course_dir: Path, assignment: str, submissions: dict[str, NotebookNode | str]
+    course_dir: Path,
+    assignment: str,
+    submissions: dict[str, NotebookNode | str],
+    nbgrader_args: tuple[str, ...] = (),
 ) -> dict[str, dict[str, tuple]]:
     """Autograde ``{student: notebook}`` for ``assignment``; return student -> grade_id -> score.
 
-    Each value of the result maps a grade_id to ``(score, max_score, needs_manual_grade)``.
+    Each value of the result maps a grade_id to ``(score, max_score, needs_manual_grade)``;
+    ``nbgrader_args`` go to ``nbgrader autograde`` (``--ResilientExecute.timeout=45``).
     """
     course = prepare(course_dir, [assignment])
     for student, nb in submissions.items():
         write_submission(course, student, assignment, nb)
-    nbgrader("autograde", assignment, "--force", cwd=course, check=False, quiet=True)
+    nbgrader(
+        "autograde", assignment, "--force", *nbgrader_args, cwd=course, check=False, quiet=True
+    )
     return cell_scores(course, assignment)

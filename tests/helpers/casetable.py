@@ -374,8 +374,19 @@ def assert_table_size(table, min_right=4, min_wrong=8):
     )
 
 
+# A cell or a judge's call may run 45 s here, not the course's 120: a tampering case that hangs
+# the kernel (variants' builtins.isinstance rebound) then costs 45 s instead of 120 (the
+# variants table's run: that student 179 s -> 79 s under 30 s). The longest honest cell, Part
+# 13's experiment, took at most 12 s on the 2 shared cores under a load of 7, 22 s under 13; a
+# cell cut short scores 0, so a shorter limit can fail a right answer, never pass a wrong one.
+# And each next student's kernel starts while this one's notebook runs, as a grading worker's
+# do (attncourse grade): the worksheet's table 97 s -> 78 s on the loaded machine, same CPU.
+TABLE_ARGS = ("--ResilientExecute.timeout=45", "--ResilientExecute.prewarm=True")
+
+
 def autograde_table(course_dir, table):
-    """The solution, the release and the packed cases autograded by nbgrader in one run.
+    """The solution, the release and the packed cases autograded by nbgrader in one run
+    (``TABLE_ARGS``: a cell's limit, kernels started ahead).
 
     Returns (scores, {student: the cases in its submission}).
     """
@@ -391,7 +402,8 @@ def autograde_table(course_dir, table):
         }
         submissions[student] = solution_submission(ROOT, table.assignment, answers)
         members[student] = pack
-    return autograde_submissions(course_dir, table.assignment, submissions), members
+    scores = autograde_submissions(course_dir, table.assignment, submissions, TABLE_ARGS)
+    return scores, members
 
 
 def rebind(package, name, value):
