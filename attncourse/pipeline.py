@@ -458,7 +458,7 @@ def _graded(
     def send_more() -> None:
         info = client.scheduler_info(n_workers=-1 if unfit else 1)
         window = IN_FLIGHT_PER_SLOT * max(1, info["total_threads"])
-        fit = sorted(set(info["workers"]) - unfit) if unfit else None
+        fit = (sorted(set(info["workers"]) - unfit) or None) if unfit else None  # None: any
         while pending and len(futures) < window:
             student = pending.pop(0)
             again = f"-moved{moved[student]}" if student in moved else ""
@@ -486,13 +486,17 @@ def _graded(
             future.release()
             unfit.add(e.address)
             refused_by.setdefault(student, set()).add(e.address)
-            if len(refused_by[student]) < MOVES:
+            workers = client.scheduler_info(n_workers=-1)["workers"]
+            if len(refused_by[student]) < MOVES and set(workers) - unfit:
                 moved[student] = moved.get(student, 0) + 1
                 pending.insert(0, student)
                 send_more()
                 continue
             result = (
-                f"grading failed: {len(refused_by[student])} workers could not grade it; "
+                f"grading failed: {len(refused_by[student])} worker(s) could not grade it, "
+                f"and no other is fit; the last: {e}"
+                if not set(workers) - unfit
+                else f"grading failed: {len(refused_by[student])} workers could not grade it; "
                 f"the last: {e}"
             )
         except Exception as e:  # noqa: BLE001 - its workers died, or its task failed for good

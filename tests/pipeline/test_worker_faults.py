@@ -17,7 +17,7 @@ STUDENTS = [f"s{k}" for k in range(8)]
 
 
 def _graded_with(
-    monkeypatch, tmp_path, fault: OSError, students=STUDENTS, seconds: float = 0.0
+    monkeypatch, tmp_path, fault: OSError, students=STUDENTS, seconds: float = 0.0, faulty=(0,)
 ) -> tuple[dict, list]:
     """Every student through ``pipeline._graded`` on two workers, where worker 0 meets
     ``fault`` as the real task does (a WorkerFault for the worker's own errors) and worker 1
@@ -31,7 +31,7 @@ def _graded_with(
 
     def grade_on_worker(bundle, job):
         worker = get_worker()
-        if worker.name == 0:
+        if worker.name in faulty:
             with open(sent_to_0, "a") as f:
                 f.write(job.student + "\n")
             if fault.errno in WORKER_ERRNOS:
@@ -85,6 +85,15 @@ def test_a_faulty_worker_left_idle_takes_students_often_and_loses_none(monkeypat
     assert not errors, errors
     assert len(sent_to_0) == len(set(sent_to_0)), sorted(sent_to_0)
     assert {r.worker for r in results.values()} == {"1"}
+
+
+def test_when_every_worker_refuses_each_student_ends_with_the_reason_not_a_hang(
+    monkeypatch, tmp_path
+):
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    results, _ = _graded_with(monkeypatch, tmp_path, full, faulty=(0, 1))
+    assert sorted(results) == STUDENTS
+    assert all(isinstance(r, str) and "no other is fit" in r for r in results.values()), results
 
 
 def test_a_failure_not_of_the_worker_is_still_that_students_error(monkeypatch, tmp_path):
