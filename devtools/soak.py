@@ -113,16 +113,21 @@ def grading_client(course: Path, cluster: FaultyCluster, url: str, log: Path, st
     return subprocess.Popen(cmd, cwd=course, stdout=out, stderr=subprocess.STDOUT, env=cluster.env)
 
 
-def graded_so_far(logs: list[Path]) -> Counter:
-    """student -> summary lines across the client's logs (one per grading of the student)."""
-    seen = Counter()
+def summary_lines(logs: list[Path]) -> list[tuple[str, str]]:
+    """(status, student) of every summary line across the client's logs."""
+    found = []
     for log in logs:
         if log.exists():
             for line in log.read_text(errors="replace").splitlines():
                 match = LINE.match(line)
                 if match:
-                    seen[match.group(2)] += 1
-    return seen
+                    found.append((match.group(1), match.group(2)))
+    return found
+
+
+def graded_so_far(logs: list[Path]) -> Counter:
+    """student -> summary lines across the client's logs (one per grading of the student)."""
+    return Counter(student for _, student in summary_lines(logs))
 
 
 def run(n: int, base: Path, seed: int = 35) -> dict:
@@ -225,16 +230,6 @@ def _students(course):
     return sorted(p.name for p in (course / "submitted").iterdir())
 
 
-def _errors(logs: list[Path]) -> set:
-    """The students a summary line of ``logs`` gives the status ``error``."""
-    return {
-        m.group(2)
-        for log in logs
-        for m in map(LINE.match, log.read_text(errors="replace").splitlines())
-        if m and m.group(1) == "error"
-    }
-
-
 def _checks(course, url, drawn, reference, base) -> dict:
     """Exactly once, equal to serial, export = roster, formgrader's queries: figures and failures."""
     failed = []
@@ -245,7 +240,7 @@ def _checks(course, url, drawn, reference, base) -> dict:
         failed.append(
             f"not graded exactly once (student: times): {dict(list(wrong_count.items())[:10])}"
         )
-    errors = sorted(_errors(logs))
+    errors = sorted({student for status, student in summary_lines(logs) if status == "error"})
     if errors:  # the grader's own failure: the log says why
         failed.append(f"graded as error (see the client logs): {errors[:10]}")
     scores = cell_scores(course, ASSIGNMENT, url=url)
