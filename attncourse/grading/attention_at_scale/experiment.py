@@ -86,25 +86,35 @@ def cache_expected(kind: str, H: int, G: int | None, d_h: int, r: int, d_R: int)
 
 
 def cache_mistakes(kind: str, H: int, G: int, d_h: int, r: int, d_R: int) -> dict[int, str]:
-    """{wrong count: the named mistake that gives it} (the first name of a count is kept)."""
+    """{wrong count: the named mistake that gives it}; where the secret sizes make two
+    mistakes give the same count, both are named (the count cannot tell them apart)."""
     if kind == "mla":
-        table = {
-            r: "the rotary key forgotten: MLA caches the latent c_s and the rotary key k^R_s",
-            r + H * d_R: "one rotary key per head: all heads share one k^R_s",
-            2 * r + d_R: "the latent counted twice (for K and for V): one c_s serves both",
-            2 * (r + d_R): "K and V counted separately: c_s and k^R_s are cached once",
-            2 * H * d_h: "the up-projected keys and values counted: they are rebuilt, not cached",
-        }
+        table = [
+            (r, "the rotary key forgotten: MLA caches the latent c_s and the rotary key k^R_s"),
+            (r + H * d_R, "one rotary key per head: all heads share one k^R_s"),
+            (2 * r + d_R, "the latent counted twice (for K and for V): one c_s serves both"),
+            (2 * (r + d_R), "K and V counted separately: c_s and k^R_s are cached once"),
+            (2 * H * d_h, "the up-projected keys and values counted: they are rebuilt, not cached"),
+        ]
     else:
-        table = {
-            G * d_h: "K and V counted once: every key/value head caches a key and a value",
-            2 * H * d_h: "heads instead of key/value heads: only the G key/value heads are cached",
-            H * d_h: "heads instead of key/value heads, and K and V counted once",
-            2 * (H // G) * d_h: "H/G heads: the G key/value heads are cached, H/G query heads "
-            "share each",
-        }
+        table = [
+            (G * d_h, "K and V counted once: every key/value head caches a key and a value"),
+            (
+                2 * H * d_h,
+                "heads instead of key/value heads: only the G key/value heads are cached",
+            ),
+            (H * d_h, "heads instead of key/value heads, and K and V counted once"),
+            (
+                2 * (H // G) * d_h,
+                "H/G heads: the G key/value heads are cached, H/G query heads share each",
+            ),
+        ]
     expected = cache_expected(kind, H, G, d_h, r, d_R)
-    return {count: name for count, name in reversed(table.items()) if count != expected}
+    named: dict[int, list[str]] = {}
+    for count, name in table:
+        if count != expected:
+            named.setdefault(count, []).append(name)
+    return {count: "; or ".join(names) for count, names in named.items()}
 
 
 def check_mqar_batch(ns: StudentNamespace) -> None:

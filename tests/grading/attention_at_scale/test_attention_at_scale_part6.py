@@ -50,3 +50,17 @@ def test_model_answer_states_the_recorded_numbers():
     for kind, quoted in rows.items():
         recorded = [f"{results['accuracy'][kind][str(c)]:.2f}" for c in caches]
         assert quoted == recorded, f"{kind}: the answer quotes {quoted}, the sweep gave {recorded}"
+
+
+def test_a_count_two_mistakes_give_names_both():
+    """Part 6(b): where the secret sizes make two named mistakes give the same count, the
+    message names both (H = 8, d_h = 6, r = 44, d_R = 8: the latent counted twice and the
+    up-projected keys and values are both 96); a count only one gives names that one."""
+    from attncourse.grading.attention_at_scale.experiment import cache_mistakes
+
+    mla = cache_mistakes("mla", 8, 1, 6, 44, 8)
+    assert "latent counted twice" in mla[96] and "up-projected" in mla[96]
+    assert mla[44] == "the rotary key forgotten: MLA caches the latent c_s and the rotary key k^R_s"
+    gqa = cache_mistakes("gqa", 8, 4, 6, 44, 8)  # G d_h = 2 (H/G) d_h = 24
+    assert "K and V counted once" in gqa[24] and "H/G heads" in gqa[24]
+    assert "; or " not in cache_mistakes("mla", 8, 1, 10, 20, 4)[2 * 20 + 4]
