@@ -12,8 +12,9 @@ Two layers over each table:
   checks of the tests it is judged on (:meth:`casetable.Table.judge`) under a fresh secret;
   tampering cases (``alone``) would tamper with this process and are left to the slow layer;
 * slow, the real thing: the solution, the untouched release and every case, packed into
-  submissions so that no case can change another's verdicts, autograded by nbgrader in one
-  run per assignment (``-n auto --dist loadgroup`` grades the assignments side by side).
+  submissions so that no case can change another's verdicts, autograded by nbgrader in runs
+  of at most ``RUN_PACKS`` submissions, each an xdist group (``--dist loadgroup`` grades the
+  runs side by side).
 """
 
 import contextlib
@@ -44,11 +45,15 @@ ASSIGNMENTS = assignments()
 TABLES = {a: load(a) for a in ASSIGNMENTS if (HERE / a / f"cases_{a}.py").exists()}
 
 
-def slow(assignment):
-    """A param of ``assignment`` for the slow layer: one xdist group, one autograde run."""
-    return pytest.param(
-        assignment, id=assignment, marks=[pytest.mark.slow, pytest.mark.xdist_group(assignment)]
-    )
+def group(assignment, run=0):
+    """The xdist group of an autograde run of ``assignment``'s table (run 0: the assignment)."""
+    return assignment if run == 0 else f"{assignment}#{run}"
+
+
+def slow(assignment, run=0):
+    """A param of ``assignment`` for the slow layer: one xdist group per autograde run."""
+    marks = [pytest.mark.slow, pytest.mark.xdist_group(group(assignment, run))]
+    return pytest.param(assignment, id=group(assignment, run), marks=marks)
 
 
 def cases(in_process):
@@ -60,7 +65,7 @@ def cases(in_process):
     for a, table in TABLES.items():
         for case in table.cases:
             if not in_process:
-                marks = slow(a).marks
+                marks = slow(a, table.run_of(case)).marks
             elif case.alone:
                 continue
             else:
@@ -154,6 +159,9 @@ def test_packing_never_mixes_dependent_cases(assignment):
     table = TABLES[assignment]
     packs = table.pack()
     assert sorted(c.id for pack in packs for c in pack) == sorted(c.id for c in table.cases)
+    runs = table.runs()
+    assert sorted(i for run in runs for i in run) == list(range(len(packs)))
+    assert max(map(len, runs)) - min(map(len, runs)) <= 1
     for pack in packs:
         for i, a in enumerate(pack):
             assert not a.alone or len(pack) == 1
@@ -247,24 +255,25 @@ def test_failure_messages_name_the_mistake(assignment):
 
 @pytest.fixture(scope="session")
 def autograded(tmp_path_factory):
-    """assignment -> (scores, {student: its cases}): one nbgrader run per assignment, cached."""
+    """(assignment, run) -> (scores, {student: its cases}): one nbgrader run each, cached."""
     runs = {}
 
-    def run(assignment):
-        if assignment not in runs:
+    def graded(assignment, run=0):
+        if (assignment, run) not in runs:
             start = time.monotonic()
-            course = tmp_path_factory.mktemp(assignment) / "course"
-            runs[assignment] = autograde_table(course, TABLES[assignment])
+            course = tmp_path_factory.mktemp(group(assignment, run)) / "course"
+            runs[assignment, run] = autograde_table(course, TABLES[assignment], run)
             seconds = time.monotonic() - start
-            print(f"\n{assignment}: {len(runs[assignment][1]) + 2} submissions in {seconds:.0f} s")
-        return runs[assignment]
+            count = len(runs[assignment, run][0])
+            print(f"\n{group(assignment, run)}: {count} submissions in {seconds:.0f} s")
+        return runs[assignment, run]
 
-    return run
+    return graded
 
 
-def scores_of(assignment, autograded, student):
+def scores_of(assignment, autograded, student, run=0):
     """test -> (score, max score, ...) of ``student``'s autograded tests."""
-    scores, _ = autograded(assignment)
+    scores, _ = autograded(assignment, run)
     assert student in scores, f"{assignment}: grading {student} crashed"
     tests = TABLES[assignment].tests
     missing = set(tests) - set(scores[student])
@@ -286,9 +295,10 @@ def test_release_gets_zero_and_grading_does_not_crash(assignment, autograded):
 
 @pytest.mark.parametrize(("assignment", "case"), cases(in_process=False))
 def test_case_autograded(assignment, case, autograded):
-    _, members = autograded(assignment)
+    run = TABLES[assignment].run_of(case)
+    _, members = autograded(assignment, run)
     student = next(s for s, pack in members.items() if case in pack)
-    got = scores_of(assignment, autograded, student)
+    got = scores_of(assignment, autograded, student, run)
     for test in sorted(TABLES[assignment].judged(case)):
         score, max_score, _ = got[test]
         if test in case.fails:
@@ -297,11 +307,18 @@ def test_case_autograded(assignment, case, autograded):
             assert score == max_score, f"{case.id}: {test} gave {score}/{max_score} to a right one"
 
 
-@pytest.mark.parametrize("assignment", [slow(a) for a in TABLES])
-def test_mistakes_cost_points_nowhere_else(assignment, autograded):
-    _, members = autograded(assignment)
+@pytest.mark.parametrize(
+    ("assignment", "run"),
+    [
+        pytest.param(a, run, id=group(a, run), marks=slow(a, run).marks)
+        for a, table in TABLES.items()
+        for run in range(len(table.runs()))
+    ],
+)
+def test_mistakes_cost_points_nowhere_else(assignment, run, autograded):
+    _, members = autograded(assignment, run)
     for student, pack in members.items():
         fails = {t for case in pack for t in case.fails}
-        got = scores_of(assignment, autograded, student)
+        got = scores_of(assignment, autograded, student, run)
         moved = {t: s for t, s in got.items() if t not in fails and s[0] != s[1]}
         assert not moved, f"{student} ({[c.id for c in pack]}) lost points elsewhere: {moved}"

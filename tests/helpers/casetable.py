@@ -166,6 +166,23 @@ class Table:
                     return True
         return False
 
+    @functools.cached_property
+    def packs(self):
+        """:meth:`pack`, once (each case's parameters ask for its run)."""
+        return self.pack()
+
+    def runs(self):
+        """The packs' indices in autograde runs of at most ``RUN_PACKS`` packs, as even as can
+        be: each run is an xdist group of its own, so a large table is graded side by side."""
+        n = len(self.packs)
+        k = -(-n // RUN_PACKS)
+        return [list(range(n * i // k, n * (i + 1) // k)) for i in range(k)]
+
+    def run_of(self, case):
+        """The autograde run whose submissions hold ``case``."""
+        index = next(i for i, pack in enumerate(self.packs) if case in pack)
+        return next(r for r, indices in enumerate(self.runs()) if index in indices)
+
     def pack(self):
         """The cases grouped into submissions so that no case can change another's verdicts."""
         packs = []
@@ -382,18 +399,25 @@ def assert_table_size(table, min_right=4, min_wrong=8):
 # And each next student's kernel starts while this one's notebook runs, as a grading worker's
 # do (attncourse grade): the worksheet's table 97 s -> 78 s on the loaded machine, same CPU.
 TABLE_ARGS = ("--ResilientExecute.timeout=45", "--ResilientExecute.prewarm=True")
+# Packs per autograde run. A run pays its own start (a scratch course, nbgrader, the fork
+# server: about 10 s of CPU); past 30 packs a table is split in runs graded side by side
+# (attention_variants: 54 packs, 443 s in one run under make test, the suite's longest).
+RUN_PACKS = 30
 
 
-def autograde_table(course_dir, table):
-    """The solution, the release and the packed cases autograded by nbgrader in one run
-    (``TABLE_ARGS``: a cell's limit, kernels started ahead).
+def autograde_table(course_dir, table, run=0):
+    """Run ``run`` of :meth:`Table.runs` autograded by nbgrader: its packed cases, and in run 0
+    the solution and the release too (``TABLE_ARGS``: a cell's limit, kernels started ahead).
 
     Returns (scores, {student: the cases in its submission}).
     """
-    release = nbformat.read(notebook_path(ROOT, "release", table.assignment), as_version=4)
-    submissions = {"solution": solution_submission(ROOT, table.assignment), "release": release}
+    submissions = {}
+    if run == 0:
+        release = nbformat.read(notebook_path(ROOT, "release", table.assignment), as_version=4)
+        submissions = {"solution": solution_submission(ROOT, table.assignment), "release": release}
     members = {}
-    for index, pack in enumerate(table.pack()):
+    for index in table.runs()[run]:
+        pack = table.packs[index]
         student = f"cases{index:03d}"
         answers = {
             cell: table.for_student(source, student)
