@@ -712,7 +712,6 @@ def test_the_type_checked_modules_annotate_every_public_function():
         "attncourse.judge.checks": ["fail"],
         # signatures of many tensors: annotated, each would take a line per parameter and
         # its references.py past grading/'s 300 lines (test_grading_modules_are_small)
-        "attncourse.grading.attention_variants.references": ["attention", "reference_reduced"],
         # (and worksheet_instance: the notebook's provided cell, word for word, test_instances)
         "attncourse.grading.attention_worksheet.references": [
             "worksheet_instance",
