@@ -713,11 +713,7 @@ def test_the_type_checked_modules_annotate_every_public_function():
         # signatures of many tensors: annotated, each would take a line per parameter and
         # its references.py past grading/'s 300 lines (test_grading_modules_are_small)
         # (and worksheet_instance: the notebook's provided cell, word for word, test_instances)
-        "attncourse.grading.attention_worksheet.references": [
-            "worksheet_instance",
-            "find_classmate",
-            "copied_instances",
-        ],
+        "attncourse.grading.attention_worksheet.references": ["worksheet_instance"],
         "attncourse.grading.mla_inference.references": ["latent_query_reference"],
     }
     control = (
