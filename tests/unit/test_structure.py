@@ -710,11 +710,8 @@ def test_the_type_checked_modules_annotate_every_public_function():
         # its source ships verbatim to students (coursecheck/failure.py), where typing is not
         # imported
         "attncourse.judge.checks": ["fail"],
-        # signatures of many tensors: annotated, each would take a line per parameter and
-        # its references.py past grading/'s 300 lines (test_grading_modules_are_small)
-        # (and worksheet_instance: the notebook's provided cell, word for word, test_instances)
+        # the notebook's provided cell, word for word (tests/grading/test_instances.py)
         "attncourse.grading.attention_worksheet.references": ["worksheet_instance"],
-        "attncourse.grading.mla_inference.references": ["latent_query_reference"],
     }
     control = (
         "def f(x) -> int: ...\ndef g(x: int): ...\ndef _h(x): ...\nclass C:\n    def m(self): ..."
