@@ -1,8 +1,8 @@
 """The class roster, read from nbgrader's gradebook through its public API, once per notebook.
 
 The checks of per-student numbers search it when a notebook's answers are not its own
-instance's (``attncourse.grading.attention_worksheet.references.copied_instances``): opening a
-gradebook runs alembic, so it is read only then, and at most once per graded notebook.
+instance's (``attncourse.grading.attention_worksheet.references_classmates.find_classmate``):
+opening a gradebook runs alembic, so it is read only then, and at most once per graded notebook.
 """
 
 import functools

@@ -7,7 +7,9 @@ reading one of the four:
   by ``tests/grading/<assignment>/margins_<assignment>.py`` (the worst correct answer, the nearest mistake);
 * ``references`` — the float64 references and the secret inputs they are computed on, with
   the named mistakes: a reference that can make one takes ``variant``, a frozen dataclass that
-  is the task's at its defaults (:func:`attncourse.judge.checks.named_mistakes`);
+  is the task's at its defaults (:func:`attncourse.judge.checks.named_mistakes`); where one
+  module would pass 300 lines, a coherent group of them moves to a ``references_<topic>``
+  beside it;
 * one checks module per group of parts, in course order, each importing only those before it;
 * ``__init__`` — only ``CHECKS``: the ``grade_id`` of each test cell of the source notebook ->
   the check the judge runs for it in the grader's process (:mod:`attncourse.judge.verdict`).

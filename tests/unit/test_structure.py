@@ -288,6 +288,12 @@ SHAPE = ("__init__", "tolerances", "references")  # and one checks module per gr
 MAX_LINES = 300
 
 
+def _more_references(path):
+    """The modules ``references_<topic>`` that a package's references are split into where one
+    module would pass MAX_LINES, in name order."""
+    return sorted(p.stem for p in path.glob("references_*.py"))
+
+
 def _checks_modules(package):
     """The checks modules of a grading package in course order: in the order of the first check
     each contributes to ``CHECKS`` (the ``__init__`` imports them sorted by name)."""
@@ -305,7 +311,8 @@ def _checks_modules(package):
 
 def test_every_assignment_has_a_grading_package_of_one_shape():
     """``grading/`` holds one package per assignment, each with ``tolerances``,
-    ``references``, its checks modules and an ``__init__``, and nothing else."""
+    ``references`` (and the ``references_<topic>`` modules split from it), its checks modules
+    and an ``__init__``, and nothing else."""
     assert {p.name for p in GRADING.iterdir() if p.name != "__pycache__"} == {
         "__init__.py",
         *(path.name for path in GRADING_PACKAGES.values()),
@@ -315,7 +322,8 @@ def test_every_assignment_has_a_grading_package_of_one_shape():
         modules = {p.stem for p in path.glob("*.py")}
         assert set(SHAPE) <= modules, (package, set(SHAPE) - modules)
         checks = _checks_modules(package)
-        assert checks and set(checks) == modules - set(SHAPE), (package, checks, modules)
+        others = modules - set(SHAPE) - set(_more_references(path))
+        assert checks and set(checks) == others, (package, checks, modules)
         assert not [p for p in path.iterdir() if p.is_dir() and p.name != "__pycache__"], package
 
 
@@ -346,9 +354,15 @@ def test_a_grading_package_init_holds_only_checks(package):
 
 @pytest.mark.parametrize("package", sorted(GRADING_PACKAGES))
 def test_inside_a_grading_package_imports_point_one_way(package):
-    """tolerances <- references <- the checks modules in course order <- __init__: a module
-    imports only those before it, and nothing of another assignment."""
-    order = [f"{package}.{m}" for m in ("tolerances", "references", *_checks_modules(package))]
+    """tolerances <- references <- references_<topic> <- the checks modules in course order <-
+    __init__: a module imports only those before it, and nothing of another assignment."""
+    modules = (
+        "tolerances",
+        "references",
+        *_more_references(GRADING_PACKAGES[package]),
+        *_checks_modules(package),
+    )
+    order = [f"{package}.{m}" for m in modules]
     order.append(package)
     upward = [
         f"{name} imports {other}"
@@ -686,6 +700,9 @@ def test_the_type_checked_modules_annotate_every_public_function():
     assert {"attncourse.sandbox.launcher", "attncourse.gpulanes"} <= names
     assert {f"attncourse.judge.{m}" for m in ("agent", "rules", "walk", "remote")} <= names
     assert {f"{p}.references" for p in GRADING_PACKAGES} <= names
+    assert {
+        f"{p}.{m}" for p, path in GRADING_PACKAGES.items() for m in _more_references(path)
+    } <= names
     missing = {
         module_name(p): m for p in typed if (m := _unannotated_public_functions(p.read_text()))
     }
@@ -693,16 +710,8 @@ def test_the_type_checked_modules_annotate_every_public_function():
         # its source ships verbatim to students (coursecheck/failure.py), where typing is not
         # imported
         "attncourse.judge.checks": ["fail"],
-        # signatures of many tensors: annotated, each would take a line per parameter and
-        # its references.py past grading/'s 300 lines (test_grading_modules_are_small)
-        "attncourse.grading.attention_variants.references": ["attention", "reference_reduced"],
-        # (and worksheet_instance: the notebook's provided cell, word for word, test_instances)
-        "attncourse.grading.attention_worksheet.references": [
-            "worksheet_instance",
-            "find_classmate",
-            "copied_instances",
-        ],
-        "attncourse.grading.mla_inference.references": ["latent_query_reference"],
+        # the notebook's provided cell, word for word (tests/grading/test_instances.py)
+        "attncourse.grading.attention_worksheet.references": ["worksheet_instance"],
     }
     control = (
         "def f(x) -> int: ...\ndef g(x: int): ...\ndef _h(x): ...\nclass C:\n    def m(self): ..."

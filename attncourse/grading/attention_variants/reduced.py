@@ -17,10 +17,10 @@ from attncourse.judge.checks import (
 from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NO_LOOPS, ONE_STATEMENT, Rule, prove, proves
 
-from .references import (
+from .references import draw_weights
+from .references_reduced import (
     SCORE_MISTAKES,
     VALUE_MISTAKES,
-    draw_weights,
     reference_reduced,
     score_maps,
     value_maps,

@@ -4,7 +4,8 @@ Every input is drawn from the run's secret; every reference is computed here on 
 float64 (per-head loops), written independently of the model answer. A reference that can
 make a named mistake takes ``variant``, a frozen dataclass that is the task's at its
 defaults; a table maps each mistake's description to its variant
-(:func:`attncourse.judge.checks.named_mistakes`).
+(:func:`attncourse.judge.checks.named_mistakes`). Part 13's reduced matrices are in
+``references_reduced``.
 """
 
 import functools
@@ -86,7 +87,17 @@ class Attention:
 TASK = Attention()
 
 
-def attention(x, y, W_Q, W_K, W_V, W_O, H, G, variant=TASK):
+def attention(
+    x: Tensor,
+    y: Tensor,
+    W_Q: Tensor,
+    W_K: Tensor,
+    W_V: Tensor,
+    W_O: Tensor,
+    H: int,
+    G: int,
+    variant: Attention = TASK,
+) -> Tensor:
     """Vectorised attention as ``variant`` computes it (for naming wrong answers)."""
     B, L_1, _ = x.shape
     L_2 = y.shape[1]
@@ -94,7 +105,7 @@ def attention(x, y, W_Q, W_K, W_V, W_O, H, G, variant=TASK):
     D_v = W_O.shape[1] // H
     split = variant.split
 
-    def heads(t, L, n, count):
+    def heads(t: Tensor, L: int, n: int, count: int) -> Tensor:
         if split == "head_fastest":
             return t.reshape(B, L, n, count).permute(0, 3, 1, 2)
         if split == "no_transpose":
@@ -175,69 +186,6 @@ def attention_mistakes(args: Sequence[Tensor], H: int, G: int) -> LazyMistakes:
     """Named wrong outputs of MHA/GQA for the inputs and weights in ``args`` (computed lazily)."""
     table = ATTENTION_MISTAKES | (GROUPING_MISTAKES if G not in (1, H) else {})
     return LazyMistakes(attention, table, *args, H, G)
-
-
-# ------------------------------------------------- Part 13: the reduced matrices of Part 12
-
-
-@dataclass(frozen=True)
-class Reduced:
-    """The reduced matrices as Part 12 derives them, or a named wrong one (defaults: the task's)."""
-
-    scale: str = "sqrt(r/d)"  # the factor of W_Q_MLA_hat: "none", "sqrt(d/r)"
-    uk_heads: str = "blocks"  # "interleaved": head h takes every H-th row of W_UK
-    wo_heads: str = "columns"  # "rows": head h takes a block of rows of W_O, transposed
-    o_blocks: str = "side by side"  # "stacked": W_O_hat's blocks stacked, then reshaped
-
-
-TASK_REDUCED = Reduced()
-
-
-def reference_reduced(W_DKV, W_UK, W_UV, W_Q, W_O, H, variant=TASK_REDUCED):
-    """Per-head float64 reduced matrices (Part 12), as ``variant`` computes them."""
-    r, D = W_DKV.shape
-    d = D // H
-    scales = {"sqrt(r/d)": math.sqrt(r / d), "none": 1.0, "sqrt(d/r)": math.sqrt(d / r)}
-    scale = scales[variant.scale]
-    q_blocks, o_blocks = [], []
-    for h in range(H):
-        rows = slice(h * d, (h + 1) * d)
-        uk = W_UK[h::H] if variant.uk_heads == "interleaved" else W_UK[rows]  # (d, r)
-        wo = W_O[h * d : (h + 1) * d, :].T if variant.wo_heads == "rows" else W_O[:, rows]  # (D, d)
-        q_blocks.append(scale * uk.T @ W_Q[rows])  # (r, D)
-        o_blocks.append(wo @ W_UV[rows])  # (D, r)
-    W_Q_hat = torch.cat(q_blocks, 0)  # (H*r, D)
-    if variant.o_blocks == "stacked":
-        W_O_hat = torch.cat(o_blocks, 0).reshape(D, H * r)  # blocks stacked, then reshaped
-    else:
-        W_O_hat = torch.cat(o_blocks, 1)  # (D, H*r)
-    return W_DKV, W_DKV, W_Q_hat, W_O_hat
-
-
-# mistakes that show in equation (1), the reduced logits
-SCORE_MISTAKES = {
-    "missing the sqrt(r/d) factor in W_Q_MLA_hat": Reduced(scale="none"),
-    "sqrt(d/r) instead of sqrt(r/d) in W_Q_MLA_hat": Reduced(scale="sqrt(d/r)"),
-    "wrong head split of W_UK: head h owns rows h*d..(h+1)*d-1": Reduced(uk_heads="interleaved"),
-}
-# mistakes that show in equation (2), the value-to-output maps
-VALUE_MISTAKES = {
-    "wrong head split of W_O: head h owns columns h*d..(h+1)*d-1": Reduced(wo_heads="rows"),
-    "per-head blocks W_O_h W_UV_h stacked along rows and reshaped; "
-    "place them side by side (concatenate along axis 1)": Reduced(o_blocks="stacked"),
-}
-
-
-def score_maps(W_K_hat: Tensor, W_Q_hat: Tensor, H: int) -> Tensor:
-    """Per head, the D x D bilinear form of the reduced logits: W_Q_hat_h^T W_K_hat / sqrt(r)."""
-    r = W_K_hat.shape[0]
-    return torch.stack([W_Q_hat[h * r : (h + 1) * r].T @ W_K_hat / math.sqrt(r) for h in range(H)])
-
-
-def value_maps(W_V_hat: Tensor, W_O_hat: Tensor, H: int) -> Tensor:
-    """Per head, the D x D map y -> W_O_hat_h W_V_hat y that carries values into the output."""
-    r = W_V_hat.shape[0]
-    return torch.stack([W_O_hat[:, h * r : (h + 1) * r] @ W_V_hat for h in range(H)])
 
 
 # ----------------------------------------------------------------- Part 13: the experiment

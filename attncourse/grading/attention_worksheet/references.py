@@ -14,8 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attncourse.constants import EXAMPLE_STUDENT
-from attncourse.judge.checks import distinct_dims, generator, rel_error, rng_for
+from attncourse.judge.checks import distinct_dims, generator, rng_for
 
 
 def matrix64(rows: list[list[float]] | np.ndarray) -> Tensor:
@@ -121,45 +120,6 @@ def _drawn(student: str) -> dict[str, np.ndarray]:
 def instance_of(student: str) -> dict[str, np.ndarray]:
     """``worksheet_instance(student)`` as float64 numpy arrays (fresh copies)."""
     return {k: np.asarray(v, dtype=np.float64) for k, v in _drawn(student).items()}
-
-
-def find_classmate(ns, got, answers_of, tol, part, explained=(), distance=rel_error):
-    """The classmate whose instance ``got`` (a part's answers, a tuple like ``answers_of(id)``)
-    comes from, or None; a match is recorded in ``ns.instance_matches`` for the report.
-
-    The roster (``ns.roster()``, the gradebook's students) is searched only when no answer is
-    the graded id's own (``distance`` within ``tol``) or a named mistake (``explained``), and
-    a classmate matches only when every answer is theirs: a copy, not one small coincidence.
-    """
-    pairs = [*zip(got, answers_of(ns.student), strict=True), *((got[0], e) for e in explained)]
-    if any(distance(g, o) <= tol for g, o in pairs):
-        return None
-    for other in ns.roster():
-        if other != ns.student and all(
-            distance(g, o) <= tol for g, o in zip(got, answers_of(other), strict=True)
-        ):
-            if {"part": part, "student": other} not in ns.instance_matches:
-                ns.instance_matches.append({"part": part, "student": other})
-            return other
-    return None
-
-
-def copied_instances(ns, answer_of, classmate=None):
-    """Named mistakes: ``answer_of(other)`` for the example instance (no id set), the id
-    STUDENT_ID names if not the graded one, and ``classmate`` (:func:`find_classmate`), named
-    to the student only as "another student's instance"."""
-    others = {EXAMPLE_STUDENT: "the example instance (no id was set)"}
-    if classmate is not None:
-        others[classmate] = "another student's instance"
-    written = ns.get("STUDENT_ID")
-    if type(written) is str and written.strip():
-        others[written.strip()] = f"student {written.strip()!r}'s instance"
-    return {
-        f"answers match {label}, not your own (graded as {ns.student!r}): work from the "
-        "numbers the provided cell prints for your id": answer_of(other)
-        for other, label in others.items()
-        if other != ns.student
-    }
 
 
 def instance_json(student: str) -> dict[str, object]:

@@ -22,14 +22,8 @@ from attncourse.judge.checks import (
 )
 from attncourse.judge.remote import Remote, StudentNamespace
 
-from .references import (
-    copied_instances,
-    find_classmate,
-    linear_weight_mistakes,
-    matrix64,
-    projection_mistakes,
-    toy_reference,
-)
+from .references import linear_weight_mistakes, matrix64, projection_mistakes, toy_reference
+from .references_classmates import copied_instances, find_classmate
 from .tolerances import EXACT_TOL, FLOAT32_TOL, TYPED_TOL
 
 

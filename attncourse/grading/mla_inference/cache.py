@@ -5,7 +5,7 @@ from typing import Any
 from attncourse.judge.checks import answer, call, fail, integer, rng_for
 from attncourse.judge.remote import StudentNamespace
 
-from .references import cache_expected, cache_mistakes
+from .references_cache import cache_expected, cache_mistakes
 
 DEEPSEEK_V2 = {"H": 128, "d_h": 128, "r": 512, "d_R": 64}
 

@@ -1,11 +1,12 @@
 """Float64 references of ``mla_inference`` and the named mistakes beside them.
 
 Written independently of the model answer: RoPE from explicit block rotation matrices, MLA
-head by head with an explicit causal mask, decoding against the full forward, cache sizes
-counted per kind. A reference that can make a named mistake takes ``variant``, a frozen
-dataclass that is the task's at its defaults (:class:`Rope`, :class:`Variant`); a table maps
-each mistake's description to its variant (:func:`attncourse.judge.checks.named_mistakes`).
-Positions (``q_pos``, ``k_pos``, ``q_off``) are arguments, not variants.
+head by head with an explicit causal mask, decoding against the full forward (the cache
+sizes, counted per kind, are in ``references_cache``). A reference that can make a named
+mistake takes ``variant``, a frozen dataclass that is the task's at its defaults
+(:class:`Rope`, :class:`Variant`); a table maps each mistake's description to its variant
+(:func:`attncourse.judge.checks.named_mistakes`). Positions (``q_pos``, ``k_pos``,
+``q_off``) are arguments, not variants.
 """
 
 import functools
@@ -200,7 +201,15 @@ def mla_mistakes(x: Tensor, w: Weights, dims: Dims, rotate: Rotate) -> dict[str,
     return out
 
 
-def latent_query_reference(x, w, dims, t, rotate, variant=TASK, q_off=0):
+def latent_query_reference(
+    x: Tensor,
+    w: Weights,
+    dims: Dims,
+    t: int,
+    rotate: Rotate,
+    variant: Variant = TASK,
+    q_off: int = 0,
+) -> tuple[Tensor, Tensor]:
     """The absorbed query of x_t (B, D) per head: (W_UK_h^T W_Q_h x_t, R_{t + q_off} W_QR_h x_t)."""
     H, d_h, d_R = dims["H"], dims["d_h"], dims["d_R"]
     W_UK = w["W_UV"] if variant.swap_up else w["W_UK"]
@@ -257,40 +266,3 @@ def decode_mistakes(
     for name, positions in named.items():
         out[name] = mla_reference(x, w, dims, rotate, TASK, **positions)
     return {k: v[:, -1] for k, v in out.items()}
-
-
-# ---------------------------------------------------------------- cache sizes
-
-
-def cache_expected(kind: str, H: int, d_h: int, G: int, r: int, d_R: int) -> int:
-    """Elements cached per token per layer by ``kind`` (mha, gqa, mqa, mla)."""
-    return {"mha": 2 * H * d_h, "gqa": 2 * G * d_h, "mqa": 2 * d_h, "mla": r + d_R}[kind]
-
-
-def cache_mistakes(kind: str, H: int, d_h: int, G: int, r: int, d_R: int) -> dict[int, str]:
-    """A named wrong count for each kind (first match is reported)."""
-    return {
-        "mha": {
-            H * d_h: "keys only: MHA caches a key and a value per head",
-            4 * H * d_h: "bytes of bf16, not elements",
-            2 * d_h: "one head only: every head caches its own key and value",
-        },
-        "gqa": {
-            2 * H * d_h: "G ignored: GQA caches only its G key/value heads",
-            G * d_h: "keys only: a key and a value per key/value head",
-            2
-            * (H // G)
-            * d_h: "H/G heads: GQA keeps G key/value heads, H/G query heads share each",
-        },
-        "mqa": {
-            d_h: "keys only: one key and one value",
-            2 * H * d_h: "that is MHA: MQA keeps one key/value head for all query heads",
-        },
-        "mla": {
-            r: "the rotary key is missing: MLA caches c_s and k^R_s",
-            2 * r + d_R: "the latent counted twice: one c_s serves keys and values",
-            r + H * d_R: "one rotary key per head: it is shared by all heads",
-            2 * (r + d_R): "counted twice (keys and values): c_s and k^R_s are cached once",
-            r + 2 * d_R: "the rotary part counted twice",
-        },
-    }[kind]
