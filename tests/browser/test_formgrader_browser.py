@@ -43,6 +43,9 @@ HOSTILE_TAIL = (
     "![seen](https://tracker.example/seen.png)\n\n<table>\n\n"
     "So the argument holds for every head."
 )
+
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("formgrader_browser")
 COMMENT = "Equality is right; say why repeating rows leaves the row space unchanged."
 # alice's Part 5 softmax goes row by row: its no-loop test fails with the judge's longest lines.
 SOFTMAX = "        alpha = logits.softmax(dim=-1)"

@@ -28,7 +28,7 @@ STUDENTS = [f"id{k:03d}" for k in range(100)]
 EXPENSIVE = {"f_sample_keys", "f_simulation_statistics", "lab_noise_sweep"}
 TABLES = {a: load(a) for a in ("attention_worksheet", "attention_theory")}
 # about 25 s of one core: make test runs it, make test-fast (under 3 minutes) leaves it out
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("accept_secrets")]
 
 
 def _right(expensive):

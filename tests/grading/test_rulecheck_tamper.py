@@ -19,7 +19,7 @@ from attncourse.prover import PACKAGE
 from devtools.autograde import prepare
 from devtools.submissions import solution_submission, write_submission
 
-pytestmark = [pytest.mark.slow, pytest.mark.kernel]
+pytestmark = [pytest.mark.slow, pytest.mark.kernel, pytest.mark.xdist_group("rulecheck_tamper")]
 
 ASSIGNMENT = "attention_variants"
 RULE_CELLS = ("p5_mha_values_test", "p5_mha_no_loops_test")

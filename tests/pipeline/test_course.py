@@ -25,6 +25,9 @@ LEAK_MARKERS = (
     "attncourse",
 )
 
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("course")
+
 
 def read(path):
     return nbformat.read(path, as_version=4)

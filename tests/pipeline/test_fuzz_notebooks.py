@@ -47,6 +47,9 @@ FILES = st.one_of(
     submission_files(solution_submission(ROOT, ASSIGNMENT), GRADE_IDS),
 )
 
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("fuzz_notebooks")
+
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):

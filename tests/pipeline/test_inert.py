@@ -30,6 +30,9 @@ from traitlets.config.loader import PyFileConfigLoader
 from attncourse.course import ROOT, notebook_path, venv_path
 from attncourse.preprocessors.inertoutputs import InertOutputs
 
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("inert")
+
 MARK = "PWNED_7c1d"  # in every payload: wherever it runs, it names itself
 IMG = f"<img src=x onerror=\"document.title='{MARK}'\">"
 SCRIPT = f"<script>document.title='{MARK}'</script>"

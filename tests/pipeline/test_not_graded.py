@@ -27,6 +27,9 @@ from attncourse.runrecord import RunRecord
 from attncourse.status import NEXT_STEP, Status
 from attncourse.tolerantexporter import TolerantNotebookExporter, unreadable_cell, why_unreadable
 
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("not_graded")
+
 NOTEBOOK = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]))
 
 

@@ -35,6 +35,9 @@ from attncourse.plainfiles import (
     special_entries,
 )
 
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("plain_files")
+
 STUDENT = "mallory"
 DATA = "honest data 41"
 GRADEBOOK = b"SQLite format 3"

@@ -22,6 +22,9 @@ from attncourse.tolerantexporter import TolerantNotebookExporter
 from devtools import hostile
 from devtools.submissions import solution_submission
 
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("submission_limits")
+
 ASSIGNMENTS = ["attention_theory", "attention_variants", "attention_worksheet", "mla_inference"]
 
 

@@ -12,7 +12,11 @@ from devtools import hostile
 from devtools.autograde import prepare
 from devtools.submissions import solution_submission, write_submission
 
-pytestmark = [pytest.mark.slow, pytest.mark.kernel]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.kernel,
+    pytest.mark.xdist_group("submission_limits_graded"),
+]
 
 ASSIGNMENT = "attention_worksheet"
 LIMITS = """

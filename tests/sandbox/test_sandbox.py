@@ -21,7 +21,10 @@ import attncourse
 from attncourse.course import ROOT
 from attncourse.sandbox.kernelmanager import SandboxKernelManager, cuda_present, kernel_files
 
-pytestmark = pytest.mark.kernel  # every test here starts the launcher or a kernel
+pytestmark = [
+    pytest.mark.kernel,
+    pytest.mark.xdist_group("sandbox"),
+]  # every test here starts the launcher or a kernel
 
 PROBE = r"""
 import json, os, resource, socket, sys

@@ -507,6 +507,63 @@ def test_fixtures_are_found_not_imported():
     assert imported == []
 
 
+def _module_fixtures(tree):
+    """Names of the fixtures of module or package scope the module defines."""
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        for d in node.decorator_list
+        if isinstance(d, ast.Call)
+        and any(
+            k.arg == "scope" and getattr(k.value, "value", None) in ("module", "package")
+            for k in d.keywords
+        )
+    }
+
+
+def _is_group_mark(node):
+    return isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "xdist_group"
+
+
+def _tests_spread_over_workers(tree):
+    """The tests that take one of the module's shared fixtures but no ``xdist_group`` (on
+    themselves or in the module's ``pytestmark``)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "pytestmark" for t in node.targets
+        ):
+            if any(_is_group_mark(n) for n in ast.walk(node.value)):
+                return []
+    shared = _module_fixtures(tree)
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name.startswith("test")
+        and shared & {a.arg for a in node.args.args}
+        and not any(_is_group_mark(n) for d in node.decorator_list for n in ast.walk(d))
+    ]
+
+
+def test_a_module_fixture_is_built_on_one_worker():
+    """make test runs under ``--dist loadgroup``: tests with no group go to any worker, and
+    each worker builds a module's fixture again (test_rulecheck_tamper's autograde run twice,
+    40 s each, before its tests were one group)."""
+    spread = {
+        str(path.relative_to(ROOT)): names
+        for path in sorted((ROOT / "tests").rglob("test_*.py"))
+        if (names := _tests_spread_over_workers(ast.parse(path.read_text())))
+    }
+    assert spread == {}
+    control = '@pytest.fixture(scope="module")\ndef f():\n    pass\n\ndef test_a(f):\n    pass\n'
+    assert _tests_spread_over_workers(ast.parse(control)) == ["test_a"]
+    grouped = 'pytestmark = [pytest.mark.xdist_group("g")]\n' + control
+    assert _tests_spread_over_workers(ast.parse(grouped)) == []
+    marked = control.replace("def test_a", '@pytest.mark.xdist_group("g")\ndef test_a')
+    assert _tests_spread_over_workers(ast.parse(marked)) == []
+
+
 # ------------------------------------------------------------------ state and hand-offs
 
 MUTATORS = {

@@ -19,6 +19,9 @@ from attncourse.grading.attention_at_scale import references as ref
 from attncourse.preprocessors.pininstance import INSTANCE_CELL
 from devtools.submissions import strip_markers
 
+# one worker: the module's fixtures are built once (spread over workers, each built them)
+pytestmark = pytest.mark.xdist_group("attention_at_scale_lab")
+
 ASSIGNMENT = "attention_at_scale"
 IDS = [f"s{i:05d}" for i in range(1000)]
 
