@@ -139,6 +139,24 @@ def test_a_damaged_test_cell_is_put_back_and_a_damaged_answer_costs_that_answer(
     assert RunRecord.of(control).repairs == []
 
 
+def test_nbgrader_metadata_without_its_schema_version_costs_nothing(course):
+    """An answer cell whose nbgrader metadata lost its ``schema_version`` (found by the fuzz)
+    made nbgrader's CheckCellMetadata raise, ending the grading with no row: its metadata is
+    now dropped as malformed and put back from the release, the answer kept (a copy of the
+    cell beside it too). The control: the same solution with the version in place."""
+    honest = solution_submission(ROOT, ASSIGNMENT)
+    answer = next(i for i, c in enumerate(honest.cells) if is_answer(c))
+    for copies in (1, 2):
+        nb = json.loads(nbformat.writes(honest))
+        del nb["cells"][answer]["metadata"]["nbgrader"]["schema_version"]
+        nb["cells"][answer:answer] = [json.loads(json.dumps(nb["cells"][answer]))] * (copies - 1)
+        out = nbformat.reads(sanitize(course, json.dumps(nb).encode()), as_version=4)
+        assert outcome(out) == "read"
+        sources = {grade_id(c): c.source for c in out.cells if grade_id(c)}
+        assert sources[grade_id(honest.cells[answer])] == honest.cells[answer].source
+        assert any("nbgrader metadata" in r for r in RunRecord.of(out).repairs)
+
+
 @pytest.mark.slow
 @pytest.mark.kernel
 @seed(SEED)
