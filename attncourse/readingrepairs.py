@@ -11,6 +11,7 @@ each repair with the cell's place ("the answer cell of Part 4"); the course's ow
 those replaced are put back from the release (RepairGradeCells), an answer cell's answer is lost.
 """
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -79,6 +80,10 @@ def _unreadable(cell: object) -> str | None:
     if _text(cell.get("source")) is None:
         got = "missing" if "source" not in cell else _kind(cell["source"])
         return f"its source is {got}, not text (a string or a list of strings)"
+    try:  # nbgrader's checksums and the graded file are UTF-8
+        json.dumps(cell, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"it holds {e.object[e.start : e.end]!r}, half of a character, which is no text"
     return None
 
 

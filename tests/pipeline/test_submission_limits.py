@@ -249,6 +249,7 @@ DAMAGE = {
     "cell_type missing": (ANSWER, {"cell_type": None}, "cell", "its cell_type is missing"),
     "cell_type a number": (ANSWER, {"cell_type": 3}, "cell", "its cell_type is a number"),
     "a cell that is a string": (ANSWER, "x = 1", "cell", "it is a string, not a cell"),
+    "a lone surrogate in the source": (MARKDOWN, {"source": ["\ud800"]}, "cell", "'\\ud800'"),
     "outputs of a markdown cell": (MARKDOWN, {"outputs": [{"output_type": 3}]}, "nothing", ""),
     "attachments well formed (the control)": (
         MARKDOWN,
