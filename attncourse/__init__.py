@@ -21,6 +21,7 @@ Command line and commands
 nbgrader plugins
     ``preprocessors/``     the preprocessors, one per module (sanitize, run, feedback)
     ``tolerantexporter``   an unreadable notebook is graded as empty, saying why
+    ``readingrepairs``     a cell nbformat cannot read costs that cell (or its attachments)
     ``feedbackexporter``   the feedback: nbgrader's page, or a banner for one not graded
     ``export``             ``nbgrader export``: grades.csv and a Canvas import file
     ``exchange``           the exchange: publish, collect (plain files only), return

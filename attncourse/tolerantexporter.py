@@ -10,6 +10,9 @@ cells carry is held to the limits once the JSON is parsed, before nbformat check
 (:meth:`~attncourse.preprocessors.submissionlimits.SubmissionLimits.drop_carried`: the outputs
 cleared, attachments within ``max_attachment_bytes``), and what was dropped is handed to the
 limits' preprocessor in the resources (:class:`~attncourse.preprocessors.submissionlimits.Carried`).
+A cell that nbformat cannot read, or that breaks its schema, costs that cell alone, and
+attachments of the wrong shape only themselves (:mod:`attncourse.readingrepairs`); the repairs
+reach the run record through the resources (``READING_REPAIRS``).
 """
 
 import json
@@ -18,9 +21,9 @@ from typing import IO
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
-from nbformat.validator import iter_validate
 
 from attncourse.preprocessors.submissionlimits import CARRIED, SubmissionLimits
+from attncourse.readingrepairs import mend_cells, named_repairs, unreadable_cells
 from attncourse.runrecord import READING_REPAIRS, RunRecord
 from attncourse.status import Status, SubmissionStatus
 
@@ -52,27 +55,6 @@ def unreadable_cell(reason: str) -> nbformat.NotebookNode:
     )
 
 
-def unreadable_cells(nb: nbformat.NotebookNode) -> list[str]:
-    """Replace each cell of ``nb`` that breaks nbformat's schema (which nbconvert would refuse
-    the whole notebook for) by a note saying why; the reasons. The course's own cells among
-    them are put back from the release (RepairGradeCells)."""
-    bad: dict[int, str] = {}
-    for error in iter_validate(nb):
-        # From the notebook's root: nbformat's error wraps jsonschema's, whose own path may be
-        # relative to a oneOf branch (empty for a cell with a key the format has not).
-        path = list(getattr(error, "absolute_path", error.path))
-        if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
-            where = "/".join(map(str, path[2:])) or "the cell itself"
-            bad.setdefault(
-                path[1], f"did not follow the notebook format ({error.validator} at {where})"
-            )
-    for index, why in bad.items():
-        nb.cells[index] = nbformat.v4.new_markdown_cell(
-            f"**This cell could not be read:** it {why}."
-        )
-    return list(bad.values())
-
-
 def refused_cell(reason: str) -> nbformat.NotebookNode:
     """The one cell of a submission refused whole: the reason and the next step."""
     step = SubmissionStatus(Status.REFUSED, reason).next_step
@@ -102,9 +84,10 @@ class TolerantNotebookExporter(NotebookExporter):
             return self.from_notebook_node(nb, resources=resources, **kw)
         try:
             parsed = json.loads(data.decode() if isinstance(data, bytes) else data)
+            mended = mend_cells(parsed)  # before the limits: what is dropped there is not counted
             carried = limits.drop_carried(parsed)
             nb = nbformat.reads(json.dumps(parsed), as_version=4)
-            broken = unreadable_cells(nb)
+            repairs = named_repairs(nb, mended + unreadable_cells(nb))
             nbformat.validate(nb)
         except Exception as e:  # not JSON, not a notebook, not UTF-8: the student's problem
             reason = why_unreadable(data, e)
@@ -112,10 +95,8 @@ class TolerantNotebookExporter(NotebookExporter):
             RunRecord(unreadable=reason).store(nb)
         else:
             resources = ResourcesDict() if resources is None else resources
-            if broken:  # the notebook's own record is the file's until it is reset
-                resources[READING_REPAIRS] = [
-                    f"a cell that {why} was replaced by a note" for why in broken
-                ]
+            if repairs:  # the notebook's own record is the file's until it is reset
+                resources[READING_REPAIRS] = repairs
             if carried.attachments:
                 resources[CARRIED] = carried
         return self.from_notebook_node(nb, resources=resources, **kw)

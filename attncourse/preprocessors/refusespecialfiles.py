@@ -52,9 +52,13 @@ class RefuseSpecialFiles(NbGraderPreprocessor):
         # in the resources.
         said = RunRecord.of(nb)
         nb.metadata.pop(METADATA_KEY, None)
+        # the exporter's reasons are words: another value is the file's own, dropped
+        unreadable, refused = (
+            v if isinstance(v, str) else None for v in (said.unreadable, said.refused)
+        )
         repairs = list(resources.get(READING_REPAIRS) or [])  # the exporter's, not the file's
-        if said.unreadable or said.refused or repairs:
-            RunRecord(unreadable=said.unreadable, refused=said.refused, repairs=repairs).store(nb)
+        if unreadable or refused or repairs:
+            RunRecord(unreadable=unreadable, refused=refused, repairs=repairs).store(nb)
         folder = resources.get("metadata", {}).get("path")  # submitted/<student>/<assignment>
         if not folder:
             return nb, resources

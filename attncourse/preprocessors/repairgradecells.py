@@ -15,6 +15,7 @@ from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
+from nbgrader.nbgraderformat import SCHEMA_VERSION
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attncourse.cells import grade_id
@@ -23,9 +24,13 @@ from attncourse.runrecord import RunRecord
 
 
 def _well_formed(meta) -> bool:
-    """nbgrader metadata that nbgrader's own steps can read: a dict whose flags are booleans,
+    """nbgrader metadata that nbgrader's own steps can read: a dict of nbgrader's schema version
+    (its CheckCellMetadata raises on any other, a missing one too), whose flags are booleans,
     whose points a finite number, with a grade id (a non-empty string) where a flag is set."""
     if not isinstance(meta, dict):
+        return False
+    version = meta.get("schema_version")
+    if type(version) is not int or version != SCHEMA_VERSION:
         return False
     flags = [meta.get(k) for k in ("grade", "solution", "locked", "task")]
     if any(f is not None and not isinstance(f, bool) for f in flags):

@@ -3,7 +3,8 @@
 :func:`submission_files` draws the bytes of a ``.ipynb`` a student might hand in, starting
 from a real notebook of the course (the release, or the full solution): junk bytes, other
 encodings, truncated JSON, JSON that is no notebook, and the notebook with mutations applied
-(keys missing, values of the wrong type, huge and deeply nested values, every cell type and
+(keys missing, values of the wrong type (those nbformat's reader gives up on among them),
+huge and deeply nested values, every cell type and
 unknown ones, duplicated cells and ids, forged nbgrader and grader metadata, odd Unicode).
 Used by tests/pipeline/test_fuzz_notebooks.py (seeded, bounded) and ``make fuzz`` (thousands).
 """
@@ -48,6 +49,9 @@ JSON = st.recursive(
     ),
     max_leaves=12,
 )
+# Values of a cell's field that nbformat's reader (before its validator) raises on, for the
+# whole file: a list or a scalar for an object, a list of numbers for text, bundles of no mime.
+UNREADABLE = [[1, 2], "x.png", 3, None, {"x.png": "iVBORw0KGgo="}, {"x.png": {"image/png": [3]}}]
 DEEP = "__deep_value__"  # replaced in the text by a list nested thousands deep
 
 
@@ -87,7 +91,7 @@ def mutation(draw, nb, grade_ids):
     kind = draw(
         st.sampled_from(
             ["drop", "retype", "cell_type", "duplicate", "nbgrader", "grader", "huge", "deep"]
-            + ["odd", "outputs", "many_cells", "version"]
+            + ["odd", "outputs", "many_cells", "version", "unreadable"]
         )
     )
     if kind == "drop":
@@ -124,6 +128,13 @@ def mutation(draw, nb, grade_ids):
         cell["outputs"] = [output] * draw(st.sampled_from([1, 1000, 20_000]))
     elif kind == "many_cells" and cells:
         cells.extend(copy.deepcopy(cells[-1]) for _ in range(draw(st.integers(1, 1500))))
+    elif kind == "unreadable" and cell is not None:  # what nbformat's reader itself gives up on
+        field = draw(st.sampled_from(["attachments", "metadata", "source", "cell_type", None]))
+        shape = draw(st.sampled_from(UNREADABLE))
+        if field is None:
+            cells[cells.index(cell)] = shape  # a cell that is no JSON object
+        else:
+            cell[field] = shape
     elif kind == "version":
         nb["nbformat"] = draw(st.sampled_from([3, 5, "4", -1, None]))
     return kind

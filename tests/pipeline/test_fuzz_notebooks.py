@@ -15,6 +15,7 @@ its reason); an honest student graded in the same run keeps exactly its score.
 thousands (FUZZ_EXAMPLES=3000 FUZZ_BATCH=120).
 """
 
+import json
 import os
 import time
 
@@ -26,10 +27,11 @@ from hypothesis import strategies as st
 from nbgrader.converters import Autograde
 from nbgrader.coursedir import CourseDirectory
 
-from attncourse.cells import grade_id
+from attncourse.cells import grade_id, is_answer, is_test_cell
 from attncourse.constants import AUTOGRADED, RELEASE, SUBMITTED
 from attncourse.course import ROOT, course_config, nbgrader, notebook_path
 from attncourse.gradebook import cell_scores
+from attncourse.pointers import cell_places
 from attncourse.runrecord import RunRecord
 from devtools.autograde import prepare
 from devtools.submissions import solution_submission, write_submission
@@ -104,6 +106,58 @@ def test_sanitize_reads_or_refuses_every_file_by_name_within_budget(course, data
         present = [g for g in map(grade_id, nb.cells) if g]
         assert sorted(present) == sorted(GRADE_IDS)
         event(f"faults: {bool(RunRecord.of(nb).faults)}")
+
+
+def test_a_damaged_test_cell_is_put_back_and_a_damaged_answer_costs_that_answer(course):
+    """Through the sanitize stage, no kernel: a test cell whose metadata nbformat's reader
+    gives up on is replaced by a note, then put back from the release (RepairGradeCells); an
+    answer cell whose source it gives up on loses that answer (the release's stub is graded);
+    every other answer stays the student's. The control: the same solution undamaged."""
+    honest = solution_submission(ROOT, ASSIGNMENT)
+    control = nbformat.reads(sanitize(course, nbformat.writes(honest).encode()), as_version=4)
+    graded = [i for i, c in enumerate(honest.cells) if grade_id(c)]
+    test = next(i for i in graded if is_test_cell(honest.cells[i]))
+    answer = next(i for i in graded if is_answer(honest.cells[i]) and i > test)
+    test_id, answer_id = grade_id(honest.cells[test]), grade_id(honest.cells[answer])
+    nb = json.loads(nbformat.writes(honest))
+    nb["cells"][test]["metadata"] = [1]
+    nb["cells"][answer]["source"] = [1, 2]
+    out = nbformat.reads(sanitize(course, json.dumps(nb).encode()), as_version=4)
+    assert outcome(out) == outcome(control) == "read"
+    sources = {grade_id(c): c.source for c in out.cells if grade_id(c)}
+    kept = {grade_id(c): c.source for c in control.cells if grade_id(c)}
+    stub = next(c.source for c in RELEASE_NB.cells if grade_id(c) == answer_id)
+    assert sources[test_id] == kept[test_id]
+    assert sources[answer_id] == stub != kept[answer_id]
+    assert {g: s for g, s in sources.items() if g != answer_id} == {
+        g: s for g, s in kept.items() if g != answer_id
+    }
+    repairs = RunRecord.of(out).repairs
+    assert len(repairs) == 4, repairs
+    assert "its metadata is a list, not an object; it was replaced by a note" in repairs[0]
+    name = f"{cell_places(honest)[answer].name} (`{answer_id}`)"
+    assert repairs[1].startswith(f"{name} could not be read: its source is a list")
+    assert repairs[2].startswith("restored the deleted") and test_id in repairs[2]
+    assert repairs[3].startswith("restored the deleted") and answer_id in repairs[3]
+    assert RunRecord.of(control).repairs == []
+
+
+def test_nbgrader_metadata_without_its_schema_version_costs_nothing(course):
+    """An answer cell whose nbgrader metadata lost its ``schema_version`` (found by the fuzz)
+    made nbgrader's CheckCellMetadata raise, ending the grading with no row: its metadata is
+    now dropped as malformed and put back from the release, the answer kept (a copy of the
+    cell beside it too). The control: the same solution with the version in place."""
+    honest = solution_submission(ROOT, ASSIGNMENT)
+    answer = next(i for i, c in enumerate(honest.cells) if is_answer(c))
+    for copies in (1, 2):
+        nb = json.loads(nbformat.writes(honest))
+        del nb["cells"][answer]["metadata"]["nbgrader"]["schema_version"]
+        nb["cells"][answer:answer] = [json.loads(json.dumps(nb["cells"][answer]))] * (copies - 1)
+        out = nbformat.reads(sanitize(course, json.dumps(nb).encode()), as_version=4)
+        assert outcome(out) == "read"
+        sources = {grade_id(c): c.source for c in out.cells if grade_id(c)}
+        assert sources[grade_id(honest.cells[answer])] == honest.cells[answer].source
+        assert any("nbgrader metadata" in r for r in RunRecord.of(out).repairs)
 
 
 @pytest.mark.slow

@@ -14,7 +14,9 @@ import time
 import nbformat
 import pytest
 
+from attncourse.cells import grade_id, is_answer
 from attncourse.course import ROOT
+from attncourse.pointers import cell_places
 from attncourse.preprocessors.submissionlimits import SubmissionLimits, refusal
 from attncourse.runrecord import RunRecord
 from attncourse.status import Status, status_of
@@ -216,3 +218,124 @@ def test_a_cell_outside_the_format_is_replaced_and_the_repair_reaches_the_record
     text, resources = TolerantNotebookExporter().from_file(io.StringIO(json.dumps(nb)))
     out, _ = RefuseSpecialFiles().preprocess(nbformat.reads(text, as_version=4), resources)
     assert RunRecord.of(out).repairs == []
+
+
+# A cell's field of a shape nbformat's reader (not only its validator) gives up on, for the
+# whole file: (the cell it is given to, the change, what is lost, words of the repair).
+# "attachments": only the cell's attachments are lost; "cell": the cell is replaced by a note.
+ANSWER, MARKDOWN = "answer", "markdown"
+DAMAGE = {
+    "attachments a list": (MARKDOWN, {"attachments": [1, 2]}, "attachments", "they are a list"),
+    "attachments a string": (MARKDOWN, {"attachments": "x.png"}, "attachments", "a string"),
+    "attachments a number": (MARKDOWN, {"attachments": 3}, "attachments", "they are a number"),
+    "attachment not a mime bundle": (
+        MARKDOWN,
+        {"attachments": {"x.png": "iVBORw0KGgo="}},
+        "attachments",
+        "'x.png' is a string, not an object {mime type: data}",
+    ),
+    "attachment data not text": (
+        MARKDOWN,
+        {"attachments": {"x.png": {"image/png": [1, 2]}}},
+        "attachments",
+        "the 'image/png' data of 'x.png' is a list, not text",
+    ),
+    "attachments on a code cell": (
+        ANSWER,
+        {"attachments": [1]},
+        "attachments",
+        "a code cell has no attachments",
+    ),
+    "source a list of numbers": (ANSWER, {"source": [1, 2]}, "cell", "its source is a list"),
+    "metadata a list": (ANSWER, {"metadata": [1]}, "cell", "its metadata is a list"),
+    "metadata missing": (ANSWER, {"metadata": None}, "cell", "its metadata is missing"),
+    "cell_type missing": (ANSWER, {"cell_type": None}, "cell", "its cell_type is missing"),
+    "cell_type a number": (ANSWER, {"cell_type": 3}, "cell", "its cell_type is a number"),
+    "a cell that is a string": (ANSWER, "x = 1", "cell", "it is a string, not a cell"),
+    "a lone surrogate in the source": (MARKDOWN, {"source": ["\ud800"]}, "cell", "'\\ud800'"),
+    "outputs of a markdown cell": (MARKDOWN, {"outputs": [{"output_type": 3}]}, "nothing", ""),
+    "attachments well formed (the control)": (
+        MARKDOWN,
+        {"attachments": {"x.png": {"image/png": "iVBORw0KGgo="}}},
+        "nothing",
+        "",
+    ),
+}
+
+
+def damaged(honest, where, change):
+    """The JSON of ``honest`` with ``change`` made to its first cell of kind ``where``; the
+    index of that cell."""
+    nb = json.loads(nbformat.writes(honest))
+    answer = next(i for i, c in enumerate(honest.cells) if c.cell_type == "code" and is_answer(c))
+    index = (
+        answer
+        if where == ANSWER
+        else next(i for i, c in enumerate(honest.cells) if c.cell_type == "markdown")
+    )
+    if isinstance(change, dict):
+        for key, value in change.items():
+            if value is None:
+                del nb["cells"][index][key]
+            else:
+                nb["cells"][index][key] = value
+    else:
+        nb["cells"][index] = change
+    return nb, index
+
+
+@pytest.mark.parametrize("shape", DAMAGE)
+def test_a_cell_nbformat_cannot_read_costs_only_that_cell_or_its_attachments(honest, shape):
+    """Read as autograde reads it, the file is no longer unreadable for one cell's field:
+    attachments of the wrong shape are dropped (the cell kept), a cell the reader cannot read
+    is replaced by a note, every other cell is read as it was, and the repair in the run
+    record names the cell by its place and says what was wrong."""
+    from attncourse.preprocessors.refusespecialfiles import RefuseSpecialFiles
+
+    where, change, lost, words = DAMAGE[shape]
+    nb, index = damaged(honest, where, change)
+    text, resources = TolerantNotebookExporter().from_file(io.StringIO(json.dumps(nb)))
+    out, _ = RefuseSpecialFiles().preprocess(nbformat.reads(text, as_version=4), resources)
+    record = RunRecord.of(out)
+    assert record.unreadable is None and status_of(out).status is not Status.UNREADABLE
+    assert len(out.cells) == len(honest.cells)
+    others = [c.source for i, c in enumerate(out.cells) if i != index]
+    assert others == [c.source for i, c in enumerate(honest.cells) if i != index]
+    cell = out.cells[index]
+    gid = grade_id(honest.cells[index])
+    name = f"{cell_places(honest)[index].name} (`{gid}`)"
+    if lost == "nothing":
+        assert record.repairs == [] and cell.source == honest.cells[index].source
+        assert ("attachments" in cell) == ("attachments" in change)
+    elif lost == "attachments":
+        assert cell.source == honest.cells[index].source and "attachments" not in cell
+        [repair] = record.repairs
+        assert (
+            repair.startswith(f"the attachments of {name} were dropped unread: ")
+            and words in repair
+        )
+    else:
+        assert cell.source.startswith("**This cell could not be read:**") and words in cell.source
+        [repair] = record.repairs
+        assert words in repair and repair.endswith("; it was replaced by a note")
+        if "metadata" not in shape and "string" not in shape:  # its grade id could be read
+            assert repair.startswith(f"{name} could not be read: ")
+        else:  # named by where it sits
+            assert repair.startswith("a cell you added before Part 1 could not be read: ")
+
+
+def test_a_forged_reason_that_is_not_words_is_dropped_on_entry(honest):
+    """The file's own record is dropped on entry but for the exporter's reasons (words): a
+    forged one of another type (found by the fuzz) no longer reaches the status; the control,
+    a real unreadable file, keeps its reason."""
+    from attncourse.constants import METADATA_KEY
+    from attncourse.preprocessors.refusespecialfiles import RefuseSpecialFiles
+
+    nb = json.loads(nbformat.writes(honest))
+    nb["metadata"][METADATA_KEY] = {"unreadable": {"J": [1]}, "refused": [2]}
+    text, resources = TolerantNotebookExporter().from_file(io.StringIO(json.dumps(nb)))
+    out, _ = RefuseSpecialFiles().preprocess(nbformat.reads(text, as_version=4), resources)
+    assert RunRecord.of(out) == RunRecord() and status_of(out).status is not Status.UNREADABLE
+    text, resources = TolerantNotebookExporter().from_file(io.StringIO("{not json"))
+    out, _ = RefuseSpecialFiles().preprocess(nbformat.reads(text, as_version=4), resources)
+    assert "not valid JSON at line 1, column 2" in RunRecord.of(out).unreadable

@@ -350,6 +350,21 @@ def test_one_statement_per_output_reads_a_helper_of_another_cell():
         )
 
 
+def test_one_statement_per_output_refuses_a_class_naming_part_kind_and_place():
+    """The rule is proved on the last def or class of the name: a class there (the name later
+    rebound to a function the kernel runs) is refused, not a crash of the judge; the same
+    function as a def beside it is the control."""
+    function = DIRECT.replace("def reduced_matrices(", "def _reduced(")
+    source = "class reduced_matrices:\n    pass\n" + function + "\nreduced_matrices = _reduced\n"
+    with pytest.raises(GradingError) as refused:
+        rules.assert_one_statement_per_output("reduced_matrices", [source], "Part 13", OUTPUTS)
+    message = str(refused.value)
+    assert message.startswith("Part 13: reduced_matrices must be a function"), message
+    assert "expected: `def reduced_matrices(...)`" in message
+    assert "got:      a class `reduced_matrices` on line 1 of a cell you added" in message
+    rules.assert_one_statement_per_output("reduced_matrices", [DIRECT], "Part 13", OUTPUTS)
+
+
 def test_rules_fail_clearly_without_source():
     for rule in (rules.assert_no_loops, rules.assert_no_fused_attention, rules.assert_no_torch):
         with pytest.raises(GradingError, match="could not find the definition"):

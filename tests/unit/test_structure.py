@@ -61,6 +61,7 @@ LAYERS = {
     "nbgrader plugins": [
         "attncourse.preprocessors",
         "attncourse.tolerantexporter",
+        "attncourse.readingrepairs",
         "attncourse.feedbackexporter",
         "attncourse.export",
         "attncourse.exchange",

@@ -26,7 +26,7 @@ from .program import Program, as_cells, python_source
 from .resolve import Reach, reach_cell
 from .resolve import reach as reach_of
 from .tampering import tampering
-from .pointing import Place
+from .pointing import Place, pointer
 
 __all__ = [
     "LOOP_NODES",
@@ -368,9 +368,17 @@ def assert_one_statement_per_output(
     _refuse(part, "one-statement", reach, program)
     node = reach.primary
     assert node is not None  # _reach failed otherwise (checks.fail raises; it has no NoReturn)
-    at = program.finding("statement", "", node).at  # "`f`, line 3 of the answer cell"
+    found = program.finding("statement", "", node)
+    at = found.at  # "`f`, line 3 of the answer cell"
+    if _isinstance(node, ast.ClassDef):  # the last def or class of the name is what is proved
+        fail(
+            f"{part}: {name} must be a function",
+            f"`def {name}(...)`: the rule is proved on the statements of a function",
+            f"a class `{name}` on {pointer(Place(found.part, found.place), '', found.line)}",
+        )
+    assert _isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))  # a def, not a class
     rule = "a single assignment (or the expression in the return)"
-    args = node.args  # type: ignore[attr-defined]  # a def (an answer that is a class: AttributeError)
+    args = node.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     numbers = set(size_params) if size_params is not None else params - _tensor_like(node)
     bound = _bindings(node)

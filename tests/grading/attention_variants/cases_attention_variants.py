@@ -96,6 +96,10 @@ MESSAGES = {
         "p13_reduced_matrices_rules_test",
         "an intermediate computed on line",
     ),
+    "p13:p13_class_instead_of_function": (
+        "p13_reduced_matrices_rules_test",
+        "reduced_matrices must be a function",
+    ),
     "p13:p13x_mse_not_square_rooted": ("p13_experiment_test", "not its square root"),
     "p13:p13x_query_and_key_swapped": ("p13_experiment_test", "W_Q holds the key projection"),
     "p13:p13x_reduced_output_copied": ("p13_experiment_test", "a copy of output_vanilla"),
@@ -1768,6 +1772,15 @@ wrong(
         + Q_HAT
         + RETURN
     ),
+)
+
+wrong(  # the values are right (the name is rebound to a function); the rule is proved on the
+    # last def or class of the name, here a class: refused, costing the rule's test only
+    "p13_class_instead_of_function",
+    P13R,
+    p13_reduced_matrices="class reduced_matrices:\n    pass\n\n\n"
+    + reduced(REDUCED).replace("def reduced_matrices(", "def _reduced(")
+    + "\n\n\nreduced_matrices = _reduced",
 )
 
 # Part 13 experiment: the course's data (the answer cell above its solution region) stays;
