@@ -101,7 +101,7 @@ class RepairGradeCells(NbGraderPreprocessor):
                 repairs.append(f"restored the nbgrader metadata of {names[gid]}")
             else:
                 nb.cells.insert(lo + 1, self._fresh(ref))
-                repairs.append(f"restored the deleted {names[gid]}")
+                repairs.append(f"restored {names[gid]}, which was deleted")
         repairs += self._restore_flags(nb, dict(reference), names)
         for gid, copies in self._duplicates(nb).items():
             for i in copies[:-1]:

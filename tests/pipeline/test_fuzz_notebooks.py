@@ -137,8 +137,16 @@ def test_a_damaged_test_cell_is_put_back_and_a_damaged_answer_costs_that_answer(
     assert "its metadata is a list, not an object; it was replaced by a note" in repairs[0]
     name = f"{cell_places(honest)[answer].name} (`{answer_id}`)"
     assert repairs[1].startswith(f"{name} could not be read: its source is a list")
-    assert repairs[2].startswith("restored the deleted") and test_id in repairs[2]
-    assert repairs[3].startswith("restored the deleted") and answer_id in repairs[3]
+    assert (
+        repairs[2].startswith("restored the test cell of")
+        and "which was deleted" in repairs[2]
+        and test_id in repairs[2]
+    )
+    assert (
+        repairs[3].startswith("restored the answer cell of")
+        and "which was deleted" in repairs[3]
+        and answer_id in repairs[3]
+    )
     assert RunRecord.of(control).repairs == []
 
 
