@@ -69,7 +69,12 @@ def test_solution_scores_the_same_with_one_and_two_torch_threads(
         assert {r.worker for r in results.values()} <= set(module_dask_cluster.workers)
         assert {r.threads_per_kernel for r in results.values()} == {threads}
         kernels = {s: kernel_threads(course, assignment, s) for s in students}
-        assert kernels == dict.fromkeys(students, f"torch threads: {threads}")
+        expected = dict.fromkeys(students, f"torch threads: {threads}")
+        assert kernels == expected, (
+            f"{threads} thread(s) asked: the kernels printed {kernels}; the task reported "
+            f"{ {s: r.threads_per_kernel for s, r in results.items()} }, so the count did not "
+            "reach the kernels (the grading process's OMP_NUM_THREADS, the fork server)"
+        )
         runs[threads] = cell_scores(course, assignment)
 
     reference = runs[1][students[0]]
