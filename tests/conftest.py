@@ -2,6 +2,7 @@
 shared out among parallel test workers; the fixtures several modules use (the graded toy
 course, the demo class, a Dask cluster, the classroom and its hub)."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 from classroomkit import make_classroom, remove_classroom
@@ -81,6 +83,11 @@ class DaskCluster:
         self.workers[name].wait(timeout=30)
 
     def stop(self):
+        """Stop the scheduler and workers, then kill what they started and left running."""
+        started = []
+        for process in [*self.workers.values(), self.scheduler]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                started += psutil.Process(process.pid).children(recursive=True)
         for process in [*self.workers.values(), self.scheduler]:
             if process.poll() is None:
                 process.terminate()
@@ -91,16 +98,33 @@ class DaskCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        for child in started:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+
+
+@contextlib.contextmanager
+def _running_cluster(base):
+    cluster = DaskCluster(base, ["w1", "w2"])
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture
 def dask_cluster(tmp_path):
     """A running Dask cluster of two one-thread workers, ``w1`` and ``w2`` (stopped after)."""
-    cluster = DaskCluster(tmp_path / "dask", ["w1", "w2"])
-    try:
+    with _running_cluster(tmp_path / "dask") as cluster:
         yield cluster
-    finally:
-        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def module_dask_cluster(tmp_path_factory):
+    """The same cluster, started once for a module's tests (each grading run ends its own
+    grading processes; the cluster's processes and what they started are stopped after)."""
+    with _running_cluster(tmp_path_factory.mktemp("dask")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
