@@ -42,7 +42,7 @@ demo: venv  ## in .demo/: release, autograde the bundled demo submissions, feedb
 # One xdist worker per core: the suite computes more than it waits. With 4 workers on 2 cores
 # the cores were 99 % busy (/proc/stat) and make test took 2,234 s, against 2,107 s with 2.
 test: venv $(PROXY)  ## the whole pytest suite (but the secrets tests: make accept-secrets)
-	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=20 -m "not secrets"
+	$(BIN)/python -m pytest -n auto --dist loadgroup --no-loadscope-reorder --durations=20 -m "not secrets"
 
 test-fast: venv  ## in parallel, no kernel started: no autograde run, sandbox or browser
 	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow and not browser and not kernel and not secrets"

@@ -12,6 +12,7 @@ from nbformat import NotebookNode
 
 from attncourse.course import ROOT, nbgrader, scratch_course
 from attncourse.gradebook import cell_scores
+from devtools.generated import generate
 from devtools.submissions import write_submission
 
 
@@ -19,8 +20,7 @@ def prepare(course_dir: Path, assignments: Iterable[str], root: Path = ROOT) -> 
     """A scratch course at ``course_dir`` (the config and ``source/`` of the course at
     ``root``) with ``assignments`` released into its gradebook."""
     course = scratch_course(course_dir, root)
-    for assignment in assignments:
-        nbgrader("generate_assignment", assignment, "--force", cwd=course, quiet=True)
+    generate(course, list(assignments))
     return course
 
 

@@ -1,14 +1,17 @@
 """Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; torch's threads
-shared out among parallel test workers; the fixtures several modules use (the graded toy
-course, the demo class, a Dask cluster, the classroom and its hub)."""
+shared out among parallel test workers; one cache of generated scratch courses per run; the
+fixtures several modules use (the graded toy course, the demo class, a Dask cluster, the
+classroom and its hub)."""
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from toy_course import graded_course
 
 from attncourse.constants import threads_per_kernel
 from attncourse.course import venv_path
+from devtools.generated import CACHE
 
 os.environ["PATH"] = venv_path()
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
@@ -28,6 +32,43 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     torch.set_num_threads(threads_per_kernel(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 DASK = str(Path(sys.executable).with_name("dask"))
+GENERATED = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """One cache of generated scratch courses for the whole run (``devtools/generated.py``):
+    made by the process that starts the xdist workers, so that they inherit and share it."""
+    if not hasattr(config, "workerinput") and CACHE not in os.environ:
+        config.stash[GENERATED] = tempfile.mkdtemp(prefix="attncourse-generated-")
+        os.environ[CACHE] = config.stash[GENERATED]
+
+
+def pytest_collection_modifyitems(items):
+    """The slow tests first (``make test`` keeps the collection's order, ``--no-loadscope-reorder``):
+    the xdist workers start on the long groups and end on short tests that even out their
+    finish, instead of one worker grading a class while the other has nothing left."""
+    heavy = ("slow", "kernel", "browser")
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in heavy))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _alembic_head_once():
+    """nbgrader runs the ``alembic`` command to learn its migration head each time it creates a
+    gradebook (about 2 s of CPU); the head is a constant of the installed nbgrader, so a test
+    process asks once (:func:`functools.cache`, the first answer nbgrader's own)."""
+    import nbgrader.api
+
+    asked = nbgrader.api.get_alembic_version
+    nbgrader.api.get_alembic_version = functools.cache(asked)
+    yield
+    nbgrader.api.get_alembic_version = asked
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(GENERATED, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(CACHE, None)
 
 
 def _free_port():

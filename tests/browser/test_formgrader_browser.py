@@ -30,6 +30,7 @@ from attncourse.course import ROOT, assignments, nbgrader, notebook_path, scratc
 from attncourse.formgrader import running
 from attncourse.gradebook import db_url
 from attncourse.workload import manual_cells, workload_table
+from devtools.generated import generate
 from devtools.submissions import solution_answers, solution_submission, write_submission
 
 ASSIGNMENT = "attention_variants"
@@ -72,7 +73,7 @@ def first_criterion(source_cell):
 def graded_course(tmp_path_factory):
     """A scratch course where one student's submission of ASSIGNMENT is autograded."""
     course = scratch_course(tmp_path_factory.mktemp("formgrader") / "course")
-    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course, quiet=True)
+    generate(course, [ASSIGNMENT])
     source = nbformat.read(notebook_path(course, "source", ASSIGNMENT), as_version=4)
     written = manual_cells(source)[0].grade_id
     answers = {written: STUDENT_ANSWER + HOSTILE_TAIL, "p5_mha": MHA.replace(SOFTMAX, LOOPY)}
@@ -421,8 +422,8 @@ def whole_course(tmp_path_factory):
     the feedback of each; yields (course, {assignment: formulas in it})."""
     course = scratch_course(tmp_path_factory.mktemp("offline") / "course")
     formulas = {}
+    generate(course, assignments(course))
     for assignment in assignments(course):
-        nbgrader("generate_assignment", assignment, "--force", cwd=course, quiet=True)
         nb = solution_submission(course, assignment)
         formulas[assignment] = formula_count(nb)
         with closing(Gradebook(db_url(course), "attention")) as gb:

@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attncourse.course import ROOT, nbgrader
+from attncourse.course import ROOT
+from devtools.generated import generate
 
 ASSIGNMENT = "tiny"
 SECRET = "SOLUTION-ONLY-7f3a9c"  # in source/ only: never in a student's folder or a kernel's view
@@ -51,6 +52,8 @@ def source_notebook():
         ),
         new_markdown_cell(WRITTEN, metadata=_meta("why", grade=True, solution=True, points=1)),
     ]
+    for cell in cells:  # ids from the grade ids: the same notebook each time (and course key)
+        cell.id = cell.metadata.nbgrader["grade_id"].replace("_", "-")
     nb = new_notebook(cells=cells)
     nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
@@ -64,7 +67,7 @@ def make_course(dest):
     (dest / "source" / ASSIGNMENT).mkdir(parents=True)
     shutil.copy2(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
     nbformat.write(source_notebook(), dest / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
-    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=dest, quiet=True)
+    generate(dest, [ASSIGNMENT])
     return dest
 
 

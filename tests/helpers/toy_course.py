@@ -18,6 +18,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attncourse.course import ROOT, nbgrader
+from devtools.generated import generate
 from devtools.submissions import fill, solution_answers, strip_markers, write_submission
 
 ASSIGNMENT = "toy"
@@ -111,6 +112,8 @@ def source_notebook():
             WHY_SOLUTION, metadata=_meta("why_scale", grade=True, solution=True, points=2)
         ),
     ]
+    for cell in cells:  # ids from the grade ids: the same notebook each time (and course key)
+        cell.id = cell.metadata.nbgrader["grade_id"].replace("_", "-")
     nb = new_notebook(cells=cells)
     nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
@@ -127,7 +130,7 @@ def make_course(dest):
         config.write(CONFIG)
     (dest / "toy_checks.py").write_text(TOY_CHECKS)
     nbformat.write(source_notebook(), dest / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
-    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=dest, quiet=True)
+    generate(dest, [ASSIGNMENT])
     return dest
 
 

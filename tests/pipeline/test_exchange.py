@@ -21,6 +21,7 @@ from attncourse import exchange
 from attncourse.cells import grade_id, is_answer
 from attncourse.course import ROOT, nbgrader, notebook_path, scratch_course, venv_path
 from attncourse.gradebook import cell_scores
+from devtools.generated import generate
 from devtools.submissions import fill, solution_answers
 
 ASSIGNMENT = "attention_variants"
@@ -82,7 +83,7 @@ def test_release_fetch_submit_collect_grade_and_return_feedback(tmp_path):
     )
 
     # Instructor: build the release and publish it.
-    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course, quiet=True)
+    generate(course, [ASSIGNMENT])
     exchange.publish(ASSIGNMENT, course)
     release = notebook_path(course, "release", ASSIGNMENT)
     published = outbox / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
