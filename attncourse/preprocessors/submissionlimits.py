@@ -106,14 +106,20 @@ class SubmissionLimits(NbGraderPreprocessor):
 
     def drop_carried(self, nb: object) -> Carried:
         """Clear the outputs of the cells of ``nb`` (a parsed notebook file, any version, in
-        place) and drop the attachments past ``max_attachment_bytes``; what was dropped."""
+        place; a code cell's execution count too, as grading would) and drop the attachments
+        past ``max_attachment_bytes``; what was dropped."""
         if not isinstance(nb, dict):
             return Carried()
         sheets = nb.get("worksheets") if isinstance(nb.get("worksheets"), list) else []
         older = [c for w in sheets if isinstance(w, dict) for c in _cells(w)]  # nbformat 3
-        for cell in older + _cells(nb):
+        for cell in older:
             if "outputs" in cell and cell.get("cell_type") == "code":
                 cell["outputs"] = []
+            else:
+                cell.pop("outputs", None)
+        for cell in _cells(nb):  # a code cell's outputs and count, as grading clears them (any
+            if cell.get("cell_type") == "code":  # shape, or missing: the code alone counts)
+                cell.update(outputs=[], execution_count=None)
             else:  # outputs have no place there, and the schema would still descend into them
                 cell.pop("outputs", None)
         budget, dropped = self.max_attachment_bytes, []

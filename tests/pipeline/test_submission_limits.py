@@ -204,7 +204,8 @@ def test_a_cell_outside_the_format_is_replaced_and_the_repair_reaches_the_record
         "metadata": {},
         "source": "x",
         "outputs": [],
-        "execution_count": "7",
+        "execution_count": None,
+        "a key the format has not": 1,
     }
     nb["cells"].append(bad)
     nb["metadata"][METADATA_KEY] = {"repairs": ["forged: nothing was repaired"]}
@@ -254,6 +255,35 @@ DAMAGE = {
     "a cell that is a string": (ANSWER, "x = 1", "cell", "it is a string, not a cell"),
     "a lone surrogate in the source": (MARKDOWN, {"source": ["\ud800"]}, "cell", "'\\ud800'"),
     "outputs of a markdown cell": (MARKDOWN, {"outputs": [{"output_type": 3}]}, "nothing", ""),
+    # A code cell's outputs and execution count, of any shape or missing, are cleared unread
+    # (grading clears them anyway): the cell is kept and nothing needs saying.
+    "outputs missing": (ANSWER, {"outputs": None}, "nothing", ""),
+    "outputs a string": (ANSWER, {"outputs": "42"}, "nothing", ""),
+    "an output that is a number": (ANSWER, {"outputs": [7]}, "nothing", ""),
+    "an output of no known type": (
+        ANSWER,
+        {"outputs": [{"output_type": "picture"}]},
+        "nothing",
+        "",
+    ),
+    "a stream output with no name": (
+        ANSWER,
+        {"outputs": [{"output_type": "stream", "text": "hi"}]},
+        "nothing",
+        "",
+    ),
+    "execution count a string": (ANSWER, {"execution_count": "7"}, "nothing", ""),
+    "execution count a fraction": (ANSWER, {"execution_count": 1.5}, "nothing", ""),
+    "execution count missing": (ANSWER, {"execution_count": None}, "nothing", ""),
+    "outputs well formed (the control)": (
+        ANSWER,
+        {
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "hi"}],
+            "execution_count": 3,
+        },
+        "nothing",
+        "",
+    ),
     "attachments well formed (the control)": (
         MARKDOWN,
         {"attachments": {"x.png": {"image/png": "iVBORw0KGgo="}}},
@@ -306,6 +336,8 @@ def test_a_cell_nbformat_cannot_read_costs_only_that_cell_or_its_attachments(hon
     name = f"{cell_places(honest)[index].name} (`{gid}`)"
     if lost == "nothing":
         assert record.repairs == [] and cell.source == honest.cells[index].source
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
         assert ("attachments" in cell) == ("attachments" in change)
     elif lost == "attachments":
         assert cell.source == honest.cells[index].source and "attachments" not in cell
