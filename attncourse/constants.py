@@ -24,7 +24,8 @@ RUN_RECORDS = ".attncourse"  # in autograded/: each grading run's summary and lo
 # The limits of a kernel and of a notebook are traits (tagged ``limit``) of
 # SandboxKernelManager and ResilientExecute, each defined there once; ``make limits`` lists them.
 # Modules the fork server imports once before forking kernels (never the course's grading code).
-PRELOAD = ("torch", "numpy", "ipykernel.kernelapp")
+# matplotlib.pyplot: every assignment draws; imported in each kernel it cost about 0.3 s of CPU.
+PRELOAD = ("torch", "numpy", "ipykernel.kernelapp", "matplotlib.pyplot")
 
 # The grading process's own data limit (RLIMIT_DATA): a reply or a check that would need more
 # fails that check with a MemoryError instead of taking the worker down. A grading process

@@ -3,7 +3,7 @@
 Starting a kernel for a course notebook costs about 2 s of CPU, nearly all of
 it importing torch; the notebook's own compute is a few seconds more. With one
 kernel per student, that import is a large share of the CPU a class needs.
-This server imports those modules once (torch, numpy, ipykernel; never the
+This server imports those modules once (torch, numpy, ipykernel, pyplot; never the
 course's grading code: every kernel holds a copy of what the server imported),
 then forks a copy of itself for each kernel; the copy sets up the sandbox
 exactly as the launcher in :mod:`attncourse.sandbox.launcher` does (same ``launch``:
@@ -40,6 +40,9 @@ from attncourse.sandbox.forkclient import read_line, send
 from attncourse.sandbox.launcher import launch
 from attncourse.sandbox.linux import PR_SET_PDEATHSIG, prctl
 
+# The backend a kernel draws with where its environment names none (ipykernel's own default).
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
 
 def run_kernel(cmd: list[str], env: dict[str, str]) -> NoReturn:
     """Run the kernel ``cmd`` (``python -m ipykernel_launcher ...``) in this process.
@@ -62,6 +65,10 @@ def run_kernel(cmd: list[str], env: dict[str, str]) -> NoReturn:
         sys.modules["torch"].set_num_threads(int(env["OMP_NUM_THREADS"]))
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()  # a fresh process would draw its own seed
+    if "matplotlib" in sys.modules:  # it read its backend from the server's environment, and
+        # pyplot resolves it at the first figure, in the kernel, where ipykernel's inline backend
+        # then hooks into the shell as when imported afresh
+        sys.modules["matplotlib"].rcParams["backend"] = env.get("MPLBACKEND") or INLINE_BACKEND
     code = 0
     try:
         from ipykernel import kernelapp
@@ -112,6 +119,9 @@ def kernel_safe(module: str) -> bool:
 def serve(path: str, preload: list[str]) -> None:
     """Import ``preload``, then fork a sandboxed kernel for each launcher that connects."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader
+    # matplotlib reads its settings where it is imported: the server's own empty folder, as
+    # each kernel's (MPLCONFIGDIR in its run folder), never the grader's home
+    os.environ["MPLCONFIGDIR"] = os.path.join(os.path.dirname(path), "matplotlib")
     for name in preload:
         if not kernel_safe(name):
             print(f"forkserver: will not preload {name}: kernels may not hold it", file=sys.stderr)

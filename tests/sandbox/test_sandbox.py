@@ -342,3 +342,43 @@ def test_the_kernel_cannot_rewrite_what_the_launcher_recorded(kernel_view):
     seen, record = kernel_view
     needs(record, "mount_namespace")
     assert seen["record_after"] == record
+
+
+def _figure_outputs(**traits):
+    """The output kinds and mime types a kernel gives for a cell that draws with pyplot."""
+    kinds = []
+    with sandboxed_kernel(**traits) as (_, km, kc):
+        reply = run_sync(kc.execute_interactive)(
+            "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()",
+            timeout=60,
+            output_hook=lambda msg: kinds.append(
+                (msg["msg_type"], sorted(msg["content"].get("data", {})))
+            ),
+        )
+        assert reply["content"]["status"] == "ok", reply["content"]
+        return km.protections()["preloaded"], [k for k in kinds if k[0] != "status"]
+
+
+def test_a_kernel_forked_with_pyplot_preloaded_draws_inline_as_a_fresh_one():
+    """pyplot, imported once in the fork server, still shows each kernel's figure in the
+    notebook (ipykernel's inline backend, resolved in the kernel at its first figure), as a
+    kernel started afresh does."""
+    assert "matplotlib.pyplot" in SandboxKernelManager().preload
+    drawn = ("display_data", ["image/png", "text/plain"])
+    preloaded, outputs = _figure_outputs()
+    assert preloaded is True and drawn in outputs, outputs
+    assert _figure_outputs(fork_server=False) == (False, outputs)
+
+
+def test_control_matplotlib_reads_its_backend_once_at_import():
+    """Why the fork server sets each kernel's backend after the fork: ipykernel names the inline
+    backend in the environment (MPLBACKEND) when the kernel starts, which matplotlib, imported
+    before (in the server), never reads again; it would draw with Agg, showing nothing."""
+    code = (
+        "import os, matplotlib.pyplot\n"
+        "os.environ['MPLBACKEND'] = 'module://matplotlib_inline.backend_inline'\n"
+        "print(matplotlib.rcParams['backend'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.stdout.strip().lower() == "agg", (done.stdout, done.stderr)
