@@ -9,4 +9,5 @@ and its ``attncourse`` verb (``cli`` imports it when the verb runs).
     ``demo``          ``make demo``: the whole workflow on bundled submissions
     ``bench``         ``make bench``: seconds per submission, and where they go
     ``limits``        ``make limits``: the README's and the config's lists of limits, from the traits
+    ``cpusample``     a command's CPU by kind of process (where ``make test`` spends it)
 """
