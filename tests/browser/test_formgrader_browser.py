@@ -26,11 +26,11 @@ from chromium import CHROMIUM, CHROMIUM_ARGS, ensure_chromium
 from nbformat.v4 import new_markdown_cell
 from nbgrader.api import Gradebook
 
-from attncourse.course import ROOT, assignments, nbgrader, notebook_path, scratch_course
+from attncourse.course import ROOT, assignments, nbgrader, notebook_path
 from attncourse.formgrader import running
 from attncourse.gradebook import db_url
 from attncourse.workload import manual_cells, workload_table
-from devtools.generated import generate
+from devtools.autograde import prepare
 from devtools.submissions import solution_answers, solution_submission, write_submission
 
 ASSIGNMENT = "attention_variants"
@@ -72,8 +72,7 @@ def first_criterion(source_cell):
 @pytest.fixture(scope="module")
 def graded_course(tmp_path_factory):
     """A scratch course where one student's submission of ASSIGNMENT is autograded."""
-    course = scratch_course(tmp_path_factory.mktemp("formgrader") / "course")
-    generate(course, [ASSIGNMENT])
+    course = prepare(tmp_path_factory.mktemp("formgrader") / "course", [ASSIGNMENT])
     source = nbformat.read(notebook_path(course, "source", ASSIGNMENT), as_version=4)
     written = manual_cells(source)[0].grade_id
     answers = {written: STUDENT_ANSWER + HOSTILE_TAIL, "p5_mha": MHA.replace(SOFTMAX, LOOPY)}
@@ -420,9 +419,8 @@ def whole_course(tmp_path_factory):
     """A scratch course with every assignment released and one student's solution submission of
     each in the gradebook and autograded/ (written, not run: the pages only render it), and
     the feedback of each; yields (course, {assignment: formulas in it})."""
-    course = scratch_course(tmp_path_factory.mktemp("offline") / "course")
+    course = prepare(tmp_path_factory.mktemp("offline") / "course", assignments(ROOT))
     formulas = {}
-    generate(course, assignments(course))
     for assignment in assignments(course):
         nb = solution_submission(course, assignment)
         formulas[assignment] = formula_count(nb)
