@@ -77,13 +77,17 @@ def configured_course_id(course=ROOT, config=None):
     return _course_directory(course, config).course_id
 
 
-def nbgrader(*args, cwd=ROOT, check=True, quiet=False):
-    """Run an nbgrader command in the course directory ``cwd``."""
+def nbgrader(*args, cwd=ROOT, check=True, quiet=False, log=None):
+    """Run an nbgrader command in the course directory ``cwd``; ``quiet`` drops what it
+    prints, ``log`` (a path) appends it there."""
     cmd = [str(Path(sys.executable).with_name("nbgrader")), *map(str, args)]
     if not Path(cmd[0]).exists():
         cmd[0] = shutil.which("nbgrader") or "nbgrader"
-    out = subprocess.DEVNULL if quiet else None
     env = {**os.environ, "PATH": venv_path(), "PYTHONWARNINGS": "ignore"}
+    if log is not None:
+        with open(log, "a") as out:
+            return subprocess.run(cmd, cwd=cwd, check=check, stdout=out, stderr=out, env=env)
+    out = subprocess.DEVNULL if quiet else None
     return subprocess.run(cmd, cwd=cwd, check=check, stdout=out, stderr=out, env=env)
 
 

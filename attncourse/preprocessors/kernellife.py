@@ -101,7 +101,7 @@ class KernelLife(CellTimeout, Execute):
         """While inside, the kernel's working copy of the student's folder (a spare kernel's,
         when one was started ahead) is the notebook's path; removed on the way out."""
         self._record = record
-        self._dead, self._restarts = set(), 0
+        self._dead, self._restarts, self._no_kernel = set(), 0, None
         self._probing, self._serving, self._killed = None, False, False
         self._places = cell_places(nb)
         kernel_name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", "")
@@ -224,8 +224,8 @@ class KernelLife(CellTimeout, Execute):
 
     def may_probe(self) -> None:
         """Raise :class:`KernelFault` when the kernel may no longer be asked anything."""
-        if self._restarts > self.max_kernel_restarts:
-            raise KernelFault("the kernel died too often")
+        if self.gave_up():
+            raise KernelFault(self._no_kernel)
         if self.left() <= 0:
             raise KernelFault(self.budget_message())
 
@@ -294,15 +294,24 @@ class KernelLife(CellTimeout, Execute):
         self._restart(index + 1)
 
     def _restart(self, index):
-        """A fresh sandboxed kernel with the cells before ``index`` replayed (outputs dropped)."""
+        """A fresh sandboxed kernel with the cells before ``index`` replayed (outputs dropped).
+        When none can be had (too many restarts, or the new one fails to start) the
+        remaining cells are not run, saying why: the student keeps what was graded."""
         self._restarts += 1
         self.kernel_replaced()
         if self._restarts > self.max_kernel_restarts:
+            self._no_kernel = "the kernel died too often"
             return  # the remaining cells are not run; nbclient shuts this kernel down at the end
         cleanup_kernel(self)
-        self.km = self.create_kernel_manager()
-        self.start_new_kernel()
-        self.start_new_kernel_client()
+        try:
+            self.km = self.create_kernel_manager()
+            self.start_new_kernel()
+            self.start_new_kernel_client()
+        except Exception as error:  # noqa: BLE001 - whatever stopped it, the notebook goes on
+            self._no_kernel = f"no fresh kernel could be started ({type(error).__name__}: {error})"
+            self._record.faults.append({"cell": "", "where": "a restart", "fault": self._no_kernel})
+            self.log.warning("%s", self._no_kernel)
+            return
         for i, cell in enumerate(self.nb.cells[:index]):
             if cell.cell_type != "code" or i in self._dead or not cell.source.strip():
                 continue
@@ -315,8 +324,13 @@ class KernelLife(CellTimeout, Execute):
                 return self._restart(index)
 
     def gave_up(self) -> bool:
-        """The kernel died too often: the remaining cells are not run."""
-        return self._restarts > self.max_kernel_restarts
+        """The kernel died too often, or no new one started: the remaining cells are not run
+        (:meth:`lost` says why)."""
+        return self._no_kernel is not None
+
+    def lost(self) -> str:
+        """Why the remaining cells are not run (once :meth:`gave_up`)."""
+        return self._no_kernel or ""
 
 
 def _call(method: Callable, *args: Any) -> None:

@@ -119,7 +119,7 @@ class ResilientExecute(KernelLife):
         if not cell.source.strip():
             return cell, resources
         if self.gave_up():
-            cell.outputs = [_error("NotRun", "the kernel died too often; this cell was not run")]
+            cell.outputs = [_error("NotRun", f"{self.lost()}; this cell was not run")]
             return cell, resources
         if self.left() <= 0:
             if "budget" not in {f["fault"] for f in self._record.faults}:

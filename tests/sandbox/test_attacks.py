@@ -56,6 +56,20 @@ def hidden_lines():
     return lines
 
 
+def said(course, attack):
+    """What nbgrader logged of ``attack``'s student, its errors and their tracebacks."""
+    keep, in_traceback = [], False
+    for line in (course / "nbgrader.log").read_text().splitlines():
+        if line.startswith("Traceback"):
+            in_traceback = True
+        elif in_traceback and not line.startswith(" "):
+            keep.append(line)  # the exception's own line ends the traceback
+            in_traceback = False
+        if in_traceback or "ERROR" in line or attack.name in line:
+            keep.append(line)
+    return "\n".join(line for line in keep if "Integrity finding" not in line)[-8000:]
+
+
 @functools.cache
 def graded(base):
     course = prepare(Path(base) / "attacks", [ASSIGNMENT])
@@ -65,8 +79,9 @@ def graded(base):
         write_submission(course, f"control_{control}", ASSIGNMENT, fill(release(), answers))
     for attack in ATTACKS:
         write_submission(course, attack.name, ASSIGNMENT, submission(attack))
-    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, check=False, quiet=True)
-    nbgrader("generate_feedback", ASSIGNMENT, "--force", cwd=course, check=False, quiet=True)
+    log = course / "nbgrader.log"  # what a failure below quotes
+    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course, check=False, log=log)
+    nbgrader("generate_feedback", ASSIGNMENT, "--force", cwd=course, check=False, log=log)
     return course, cell_scores(course, ASSIGNMENT)
 
 
@@ -100,7 +115,7 @@ def test_attack_gains_nothing_leaks_nothing_writes_nothing(run, attack):
 
     autograded = notebook_path(course, "autograded", ASSIGNMENT, attack.name)
     feedback = course / "feedback" / attack.name / ASSIGNMENT / f"{ASSIGNMENT}.html"
-    assert feedback.exists(), f"{attack.name}: no feedback was generated"
+    assert feedback.exists(), f"{attack.name}: no feedback was generated\n" + said(course, attack)
     texts = [autograded.read_text(), feedback.read_text()]
     leaked = [line for line in hidden_lines() if any(line in t for t in texts)]
     assert not leaked, f"{attack.name} leaked hidden-test lines: {leaked[:5]}"

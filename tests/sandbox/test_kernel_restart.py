@@ -1,0 +1,63 @@
+"""A kernel that dies is replaced; when no replacement starts, the notebook is still graded.
+
+``ResilientExecute`` restarts a dead kernel and replays the cells before the one that killed
+it. A replacement can fail to start (a loaded grader past jupyter_client's start timeout, a
+fork server gone): then the cells after it are not run and say why, a fault names the cause,
+and ``preprocess`` returns, so nbgrader keeps the student's autograded notebook instead of
+dropping it as an error. The control: the same notebook with a replacement that starts.
+"""
+
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from attncourse.constants import METADATA_KEY
+from attncourse.preprocessors.resilientexecute import ResilientExecute
+
+pytestmark = pytest.mark.kernel
+
+
+def _notebook():
+    nb = new_notebook(
+        cells=[
+            new_code_cell("x = 1"),
+            new_code_cell("import os\nos._exit(1)"),
+            new_code_cell("print(x + 1)"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    return nb
+
+
+def _run(execute, tmp_path):
+    resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"assignment": "toy"}}
+    nb, resources = execute.preprocess(_notebook(), resources)
+    return nb, resources[METADATA_KEY]
+
+
+def test_a_replacement_kernel_that_fails_to_start_costs_only_the_cells_after(tmp_path):
+    execute = ResilientExecute()
+    starts = []
+    start = execute.start_new_kernel
+
+    def second_start_fails(**kwargs):
+        starts.append(1)
+        if len(starts) > 1:
+            raise RuntimeError("Kernel didn't respond in 60 seconds")
+        return start(**kwargs)
+
+    execute.start_new_kernel = second_start_fails
+    nb, record = _run(execute, tmp_path)
+    assert len(starts) == 2
+    assert nb.cells[1].outputs[0]["ename"] == "KernelDied"
+    why = "no fresh kernel could be started (RuntimeError: Kernel didn't respond in 60 seconds)"
+    assert [(o["ename"], o["evalue"]) for o in nb.cells[2].outputs] == [
+        ("NotRun", f"{why}; this cell was not run")
+    ]
+    assert {"cell": "", "where": "a restart", "fault": why} in record.faults
+
+
+def test_control_a_replacement_that_starts_runs_the_cells_after(tmp_path):
+    nb, record = _run(ResilientExecute(), tmp_path)
+    assert nb.cells[1].outputs[0]["ename"] == "KernelDied"
+    assert [o.get("text") for o in nb.cells[2].outputs] == ["2\n"]
+    assert [f["fault"] for f in record.faults] == ["kernel died"]
