@@ -27,6 +27,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -r requirements.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	# jupyter-events asks for jsonschema[format-nongpl], whose rfc3987-syntax compiles ~35 Earley
+	# grammars whenever jsonschema is imported: 1.0 s of every process that imports nbformat
+	# (each nbgrader command, grading process, Dask worker; jsonschema issue 1428). No schema of
+	# Jupyter or nbgrader installed here uses the "iri" formats it checks; jsonschema skips them.
+	$(BIN)/pip uninstall --quiet --yes rfc3987-syntax
 	touch $(STAMP)
 
 venv: $(STAMP)

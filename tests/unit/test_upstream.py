@@ -5,8 +5,11 @@ installed version and the pinned one, before it fails in grading."""
 import ast
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +115,21 @@ def test_no_module_reaches_a_private_name_it_does_not_define_but_the_adapter():
             if isinstance(node, ast.Attribute) and re.fullmatch(r"_[a-z]\w*", node.attr):
                 used.setdefault(node.attr, f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert {k: v for k, v in used.items() if k not in defined | stdlib} == {}
+
+
+def test_importing_nbformat_compiles_no_iri_grammar():
+    """``make venv`` removes rfc3987-syntax (see the Makefile): with it, importing jsonschema,
+    and so nbformat, compiled ~35 Earley grammars with lark, 1.0 s of every nbgrader command,
+    grading process and Dask worker. A fresh interpreter imports nbformat without lark; the
+    control, the package it imports when present, says what to look for."""
+    code = (
+        "import sys, nbformat, jsonschema\n"
+        "print(sorted(m for m in ('lark', 'rfc3987_syntax') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", (
+        f"importing nbformat loaded {out.stdout.strip()}: rfc3987-syntax is installed "
+        "(run make venv, which removes it)"
+    )
+    fmt = Path(importlib.util.find_spec("jsonschema._format").origin).read_text()
+    assert "from rfc3987_syntax import" in fmt  # what jsonschema imports when it is there
