@@ -22,17 +22,17 @@ class ForkServers:
 
     def __init__(self) -> None:
         self._servers: dict[tuple[str, ...], tuple[subprocess.Popen, str]] = {}
+        self._starting: dict[tuple[str, ...], tuple[subprocess.Popen, str]] = {}  # not yet ready
 
     def __deepcopy__(self, memo: dict) -> "ForkServers":
         return self  # one per process: traitlets copies config values, this one is shared
 
-    def socket(self, preload: Sequence[str]) -> str | None:
-        """The socket of the fork server for ``preload`` (started on first use), or None when
-        it cannot start (kernels are then launched the ordinary way)."""
+    def start(self, preload: Sequence[str]) -> None:
+        """Launch the server for ``preload`` now, without waiting for it (its imports then run
+        while this process does other work); :meth:`socket` waits for it."""
         key = tuple(preload)
-        server = self._servers.get(key)
-        if server and server[0].poll() is None:
-            return server[1]
+        if key in self._servers or key in self._starting:
+            return
         home = str(owned_tempdir(FORKSERVER))  # 0700, hidden from kernels
         path = os.path.join(home, "socket")
         proc = subprocess.Popen(
@@ -41,11 +41,23 @@ class ForkServers:
             stdout=subprocess.PIPE,
             start_new_session=True,
         )
+        atexit.register(_stop, proc, home)
+        self._starting[key] = (proc, path)
+
+    def socket(self, preload: Sequence[str]) -> str | None:
+        """The socket of the fork server for ``preload`` (started on first use), or None when
+        it cannot start (kernels are then launched the ordinary way)."""
+        key = tuple(preload)
+        server = self._servers.get(key)
+        if server and server[0].poll() is None:
+            return server[1]
+        self._servers.pop(key, None)
+        self.start(key)
+        proc, path = self._starting.pop(key)
         assert proc.stdout is not None
         if proc.stdout.readline().strip() != b"ready":
-            _stop(proc, home)
+            _stop(proc, os.path.dirname(path))
             return None
-        atexit.register(_stop, proc, home)
         self._servers[key] = (proc, path)
         return path
 

@@ -71,3 +71,21 @@ def test_a_killed_kernel_is_reported_to_its_own_launcher_and_no_other():
         second.close()
         for root in roots:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_server_started_ahead_is_the_one_its_socket_gives():
+    """``start`` launches the server without waiting (the grading process starts the course's
+    server before importing nbgrader); ``socket`` then waits for that same server, and a
+    second ``start`` launches nothing. Control: ``socket`` alone starts its server and waits,
+    as before."""
+    servers = ForkServers()
+    servers.start([])
+    servers.start([])
+    assert len(servers._starting) == 1
+    ((proc, path),) = servers._starting.values()
+    assert servers.socket([]) == path
+    assert servers._servers[()][0] is proc and proc.poll() is None
+    servers.start([])
+    assert not servers._starting, "a running server was launched again"
+    alone = ForkServers()
+    assert alone.socket([]) and not alone._starting and alone._servers[()][0].poll() is None
