@@ -66,7 +66,10 @@ class Grader:
         from attncourse.course import course_config
         from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
-        manager = SandboxKernelManager(config=course_config(course))
+        try:
+            manager = SandboxKernelManager(config=course_config(course))
+        except Exception:  # noqa: BLE001 - a config that cannot be read fails in autograde, per student
+            return
         if manager.fork_server:
             self.fork_servers.start(manager.preload)
 

@@ -123,3 +123,28 @@ def test_a_killed_graders_folders_are_removed_and_a_live_ones_kept(tmp_path, mon
     assert sorted(map(str, remove_stale())) == sorted(dead)
     assert all(p.is_dir() for p in [*live, other])
     assert not any(os.path.exists(p) for p in dead)
+
+
+def test_the_fork_server_is_launched_ahead_only_from_a_config_that_reads(tmp_path):
+    """A grading process launches its course's fork server before autograde starts
+    (``Grader._start_fork_server``). A course config that cannot be read launches nothing and
+    raises nothing there (autograde then reports it as that student's error); the control,
+    the course's own config, launches one server for its preloaded modules."""
+    from attncourse.course import ROOT
+    from attncourse.sandbox.forkstart import _stop
+    from attncourse.sandbox.kernelmanager import SandboxKernelManager
+    from attncourse.worker.grading import Grader
+
+    broken, good = tmp_path / "broken", tmp_path / "good"
+    broken.mkdir()
+    good.mkdir()
+    (broken / "nbgrader_config.py").write_text("c = get_config()\nthis is not python\n")
+    (good / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    grader = Grader()
+    grader._start_fork_server(str(broken))
+    assert not grader.fork_servers._starting
+    grader._start_fork_server(str(good))
+    preload = tuple(SandboxKernelManager(config=pipeline.course_config(good)).preload)
+    assert list(grader.fork_servers._starting) == [preload]
+    for proc, path in grader.fork_servers._starting.values():
+        _stop(proc, os.path.dirname(path))
