@@ -1,5 +1,6 @@
 """Where the course lives and how to call nbgrader on it."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -84,11 +85,9 @@ def nbgrader(*args, cwd=ROOT, check=True, quiet=False, log=None):
     if not Path(cmd[0]).exists():
         cmd[0] = shutil.which("nbgrader") or "nbgrader"
     env = {**os.environ, "PATH": venv_path(), "PYTHONWARNINGS": "ignore"}
-    if log is not None:
-        with open(log, "a") as out:
-            return subprocess.run(cmd, cwd=cwd, check=check, stdout=out, stderr=out, env=env)
-    out = subprocess.DEVNULL if quiet else None
-    return subprocess.run(cmd, cwd=cwd, check=check, stdout=out, stderr=out, env=env)
+    with open(log, "a") if log is not None else contextlib.nullcontext() as logfile:
+        out = logfile or (subprocess.DEVNULL if quiet else None)
+        return subprocess.run(cmd, cwd=cwd, check=check, stdout=out, stderr=out, env=env)
 
 
 def venv_path():

@@ -130,7 +130,7 @@ def test_the_fork_server_is_launched_ahead_only_from_a_config_that_reads(tmp_pat
     (``Grader._start_fork_server``). A course config that cannot be read launches nothing and
     raises nothing there (autograde then reports it as that student's error); the control,
     the course's own config, launches one server for its preloaded modules."""
-    from attncourse.course import ROOT
+    from attncourse.course import ROOT, course_config
     from attncourse.sandbox.forkstart import _stop
     from attncourse.sandbox.kernelmanager import SandboxKernelManager
     from attncourse.worker.grading import Grader
@@ -144,7 +144,7 @@ def test_the_fork_server_is_launched_ahead_only_from_a_config_that_reads(tmp_pat
     grader._start_fork_server(str(broken))
     assert not grader.fork_servers._starting
     grader._start_fork_server(str(good))
-    preload = tuple(SandboxKernelManager(config=pipeline.course_config(good)).preload)
+    preload = tuple(SandboxKernelManager(config=course_config(good)).preload)
     assert list(grader.fork_servers._starting) == [preload]
     for proc, path in grader.fork_servers._starting.values():
         _stop(proc, os.path.dirname(path))
