@@ -6,7 +6,9 @@ list where it expects an object, and its validator raises on a ``cell_type`` tha
 string. :func:`mend_cells` repairs the parsed JSON before nbformat reads it: a cell it cannot
 read is replaced by a note saying why, and attachments of the wrong shape (or on a code
 cell, where the format has none) are dropped, the cell kept. :func:`unreadable_cells` then
-replaces each cell that nbformat reads but its schema refuses. :func:`named_repairs` words
+replaces each cell that nbformat reads but its schema refuses. A notebook of nbformat 3 is
+upgraded to 4 by :func:`upgrade_v3` first, cell by cell as nbformat's own upgrade does, so that
+a cell it cannot upgrade costs that cell alone there too. :func:`named_repairs` words
 each repair with the cell's place ("the answer cell of Part 4"); the course's own cells among
 those replaced are put back from the release (RepairGradeCells), an answer cell's answer is lost.
 """
@@ -16,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import nbformat
+from nbformat.v4.convert import upgrade_cell
 from nbformat.validator import iter_validate
 
 from attncourse.cells import grade_id
@@ -23,6 +26,7 @@ from attncourse.pointers import cell_places
 from attncourse.preprocessors.repairgradecells import drop_malformed_metadata
 
 CELL_TYPES = ("code", "markdown", "raw")
+V3_CELL_TYPES = (*CELL_TYPES, "heading", "html")  # nbformat 3's, upgraded to markdown
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,78 @@ def mend_cells(nb: object) -> list[Damage]:
                 del cell["attachments"]
                 damage.append(Damage(index, why, False))
     return damage
+
+
+def upgrade_v3(nb: object) -> list[Damage]:
+    """Upgrade ``nb`` (a parsed nbformat 3 notebook, in place) to nbformat 4 cell by cell, as
+    nbformat's own upgrade does, but a cell it cannot upgrade is replaced by a note (nbformat
+    gives up on the whole file for it). A code cell's outputs are left behind (grading clears
+    them). Anything else (nbformat 4, worksheets that are not lists of cells) is left as it is,
+    for nbformat to read or to refuse whole."""
+    if not isinstance(nb, dict) or nb.get("nbformat") != 3:
+        return []
+    sheets = nb.get("worksheets")
+    if not isinstance(sheets, list) or not all(
+        isinstance(w, dict) and isinstance(w.get("cells"), list) for w in sheets
+    ):
+        return []
+    metadata = nb.get("metadata")
+    if not isinstance(metadata, dict):
+        return []
+    damage, cells = [], []
+    for cell in (c for w in sheets for c in w["cells"]):
+        why = _not_v3(cell)
+        if why is None:
+            v3 = dict(cell, outputs=[]) if cell["cell_type"] == "code" else dict(cell)
+            for key in ("input", "source"):
+                if isinstance(v3.get(key), list):
+                    v3[key] = _v3_lines(v3[key])
+            try:
+                upgraded = upgrade_cell(nbformat.from_dict(v3))
+            except Exception as e:  # a heading's level that is not a number, ...
+                why = f"it could not be upgraded from nbformat 3 ({type(e).__name__}: {e})"[:200]
+            else:
+                cells.append(upgraded)
+                continue
+        shown = (
+            dict(cell, source=cell.get("input", cell.get("source")))
+            if isinstance(cell, dict)
+            else cell
+        )
+        damage.append(Damage(len(cells), why, True, _stand_in(shown)))
+        cells.append(_note(why))
+    metadata.pop("name", None)
+    metadata.pop("signature", None)
+    minor = nb.get("nbformat_minor")
+    metadata.update(orig_nbformat=3, orig_nbformat_minor=minor if type(minor) is int else 0)
+    nb.clear()
+    nb.update(cells=cells, metadata=metadata, nbformat=4, nbformat_minor=5)
+    return damage
+
+
+def _v3_lines(lines: list[str]) -> str:
+    """Lines of an nbformat 3 file joined as its reader joins them: as they are when the first
+    ends a line (written by ``splitlines(True)``), else with newlines between them."""
+    return "".join(lines) if lines and lines[0].endswith(("\n", "\r")) else "\n".join(lines)
+
+
+def _not_v3(cell: object) -> str | None:
+    """Why nbformat's upgrade cannot upgrade ``cell`` (a parsed nbformat 3 cell), or None."""
+    if not isinstance(cell, dict):
+        return f"it is {_kind(cell)}, not a cell (a JSON object)"
+    kind = cell.get("cell_type")
+    if kind not in V3_CELL_TYPES:
+        got = "missing" if kind is None else f"{_kind(kind)} ({str(kind)[:40]!r})"
+        return f"its cell_type is {got}, not one of {', '.join(V3_CELL_TYPES)}"
+    if not isinstance(cell.get("metadata", {}), dict):
+        return f"its metadata is {_kind(cell['metadata'])}, not an object"
+    key = "input" if kind == "code" else "source"
+    if key in cell and _text(cell[key]) is None:
+        name = "input (nbformat 3's source)" if key == "input" else key
+        return f"its {name} is {_kind(cell[key])}, not text (a string or a list of strings)"
+    if kind == "heading" and type(cell.get("level", 1)) is not int:
+        return f"its heading level is {_kind(cell['level'])}, not a number"
+    return None
 
 
 def _note(why: str) -> nbformat.NotebookNode:

@@ -23,7 +23,7 @@ from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
 
 from attncourse.preprocessors.submissionlimits import CARRIED, SubmissionLimits
-from attncourse.readingrepairs import mend_cells, named_repairs, unreadable_cells
+from attncourse.readingrepairs import mend_cells, named_repairs, unreadable_cells, upgrade_v3
 from attncourse.runrecord import READING_REPAIRS, RunRecord
 from attncourse.status import Status, SubmissionStatus
 
@@ -84,7 +84,8 @@ class TolerantNotebookExporter(NotebookExporter):
             return self.from_notebook_node(nb, resources=resources, **kw)
         try:
             parsed = json.loads(data.decode() if isinstance(data, bytes) else data)
-            mended = mend_cells(parsed)  # before the limits: what is dropped there is not counted
+            # before the limits: what is dropped there is not counted
+            mended = upgrade_v3(parsed) + mend_cells(parsed)
             carried = limits.drop_carried(parsed)
             nb = nbformat.reads(json.dumps(parsed), as_version=4)
             repairs = named_repairs(nb, mended + unreadable_cells(nb))

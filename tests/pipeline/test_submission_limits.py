@@ -356,6 +356,79 @@ def test_a_cell_nbformat_cannot_read_costs_only_that_cell_or_its_attachments(hon
             assert repair.startswith("a cell you added before Part 1 could not be read: ")
 
 
+# nbformat 3 (worksheets of cells, a code cell's source under "input", heading cells): a cell
+# nbformat's upgrade to 4 cannot upgrade (where it gives up on the file) costs that cell alone.
+V3_DAMAGE = {
+    "input a list of numbers": ("code", {"input": [1, 2]}, "its input (nbformat 3's source)"),
+    "cell_type a number": ("code", {"cell_type": 3}, "its cell_type is a number"),
+    "a cell that is a list": ("markdown", [1], "it is a list, not a cell"),
+    "metadata a string": ("markdown", {"metadata": "x"}, "its metadata is a string"),
+    "a heading whose level is text": (
+        "heading",
+        {"level": "two"},
+        "its heading level is a string",
+    ),
+    "source a number": ("markdown", {"source": 7}, "its source is a number"),
+}
+
+
+def _v3(honest):
+    """``honest`` as an nbformat 3 file's JSON, a heading cell first."""
+    nb = json.loads(nbformat.writes(nbformat.convert(copy.deepcopy(honest), 3)))
+    heading = {"cell_type": "heading", "level": 2, "source": ["The ", "variants"], "metadata": {}}
+    nb["worksheets"][0]["cells"].insert(0, heading)
+    return nb
+
+
+def _read_v3(nb):
+    from attncourse.preprocessors.refusespecialfiles import RefuseSpecialFiles
+
+    text, resources = TolerantNotebookExporter().from_file(io.StringIO(json.dumps(nb)))
+    out, _ = RefuseSpecialFiles().preprocess(nbformat.reads(text, as_version=4), resources)
+    return out, RunRecord.of(out)
+
+
+def test_an_nbformat_3_file_is_read_as_nbformat_would_read_it(honest):
+    """The control: a well-formed nbformat 3 file reads cell for cell as nbformat's own upgrade
+    reads it (the heading as a Markdown heading), with no repair."""
+    nb = _v3(honest)
+    out, record = _read_v3(nb)
+    assert record.unreadable is None and record.repairs == []
+    theirs = nbformat.reads(json.dumps(nb), as_version=4)
+    assert [(c.cell_type, c.source) for c in out.cells] == [
+        (c.cell_type, c.source) for c in theirs.cells
+    ]
+    assert out.cells[0].source == "## The  variants"  # nbformat 3 joins lines with newlines
+    nbgrader = [c.metadata.get("nbgrader") for c in out.cells[1:]]
+    assert nbgrader == [c.metadata.get("nbgrader") for c in honest.cells]
+
+
+@pytest.mark.parametrize("shape", V3_DAMAGE)
+def test_an_nbformat_3_cell_that_cannot_be_upgraded_costs_only_that_cell(honest, shape):
+    """nbformat gives up on the whole file for such a cell (checked here: it raises); read as
+    autograde reads it, that cell alone is replaced by a note naming what was wrong, and every
+    other cell is read as nbformat reads the same file without the damage."""
+    kind, change, words = V3_DAMAGE[shape]
+    nb = _v3(honest)
+    cells = nb["worksheets"][0]["cells"]
+    index = next(i for i, c in enumerate(cells) if c["cell_type"] == kind)
+    if isinstance(change, dict):
+        cells[index] = dict(cells[index], **change)
+    else:
+        cells[index] = change
+    with pytest.raises(Exception):  # noqa: B017 - nbformat's own reading fails whole
+        nbformat.validate(nbformat.reads(json.dumps(nb), as_version=4))
+    out, record = _read_v3(nb)
+    assert record.unreadable is None and status_of(out).status is not Status.UNREADABLE
+    honest_v3, _ = _read_v3(_v3(honest))
+    assert len(out.cells) == len(honest_v3.cells)
+    others = [c.source for i, c in enumerate(out.cells) if i != index]
+    assert others == [c.source for i, c in enumerate(honest_v3.cells) if i != index]
+    assert out.cells[index].source.startswith("**This cell could not be read:**")
+    [repair] = record.repairs
+    assert words in repair and repair.endswith("; it was replaced by a note"), repair
+
+
 def test_a_forged_reason_that_is_not_words_is_dropped_on_entry(honest):
     """The file's own record is dropped on entry but for the exporter's reasons (words): a
     forged one of another type (found by the fuzz) no longer reaches the status; the control,
