@@ -5,7 +5,8 @@ from a real notebook of the course (the release, or the full solution): junk byt
 encodings, truncated JSON, JSON that is no notebook, and the notebook with mutations applied
 (keys missing, values of the wrong type (those nbformat's reader gives up on among them),
 huge and deeply nested values, every cell type and
-unknown ones, duplicated cells and ids, forged nbgrader and grader metadata, odd Unicode).
+unknown ones, duplicated cells and ids, forged nbgrader and grader metadata, odd Unicode),
+and the notebook in nbformat 3's shape, its cells and worksheets damaged.
 Used by tests/pipeline/test_fuzz_notebooks.py (seeded, bounded) and ``make fuzz`` (thousands).
 """
 
@@ -140,10 +141,44 @@ def mutation(draw, nb, grade_ids):
     return kind
 
 
+def older_format(nb: dict) -> dict:
+    """The notebook dict ``nb`` as nbformat 3 writes it (worksheets, a code cell's source under
+    ``input``), a heading cell first."""
+    import nbformat
+
+    v3 = json.loads(nbformat.writes(nbformat.convert(nbformat.from_dict(nb), 3)))
+    heading = {"cell_type": "heading", "level": 1, "source": ["The ", "course"], "metadata": {}}
+    v3["worksheets"][0]["cells"].insert(0, heading)
+    return v3
+
+
+@st.composite
+def v3_mutation(draw, nb):
+    """One change to an nbformat 3 notebook dict (in place): a cell of a shape its upgrade to
+    nbformat 4 gives up on, or worksheets of the wrong shape; its name."""
+    sheets = nb.get("worksheets")
+    cells = sheets[0].get("cells") if isinstance(sheets, list) and sheets else None
+    kind = draw(st.sampled_from(["cell", "field", "level", "sheets", "cells"]))
+    if kind == "sheets":
+        nb["worksheets"] = draw(JSON)
+    elif kind == "cells" and isinstance(sheets, list) and sheets and isinstance(sheets[0], dict):
+        sheets[0]["cells"] = draw(JSON)
+    elif isinstance(cells, list) and cells:
+        index = draw(st.integers(0, len(cells) - 1))
+        if kind == "cell" or not isinstance(cells[index], dict):
+            cells[index] = draw(JSON)
+        elif kind == "level":
+            cells[index].update(cell_type="heading", level=draw(JSON))
+        else:
+            field = ["cell_type", "input", "source", "metadata", "outputs", "prompt_number"]
+            cells[index][draw(st.sampled_from(field))] = draw(JSON | st.sampled_from(UNREADABLE))
+    return f"v3:{kind}"
+
+
 @st.composite
 def submission_files(draw, base, grade_ids):
     """One submitted ``.ipynb`` (a :class:`HostileFile`), drawn around the notebook dict ``base``."""
-    kind = draw(st.sampled_from(["mutated"] * 6 + ["junk", "encoded", "truncated", "json"]))
+    kind = draw(st.sampled_from(["mutated"] * 6 + ["junk", "encoded", "truncated", "json", "v3"]))
     if kind == "junk":
         return HostileFile(draw(st.binary(max_size=3000)), kind)
     if kind == "json":
@@ -152,6 +187,9 @@ def submission_files(draw, base, grade_ids):
     how = [kind]
     if kind == "mutated":
         how += [draw(mutation(nb, grade_ids)) for _ in range(draw(st.integers(1, 4)))]
+    elif kind == "v3":
+        nb = older_format(nb)
+        how += [draw(v3_mutation(nb)) for _ in range(draw(st.integers(0, 3)))]
     text = json.dumps(nb, ensure_ascii=draw(st.booleans()), indent=draw(st.sampled_from([None, 1])))
     depth = draw(st.sampled_from([50, 2_000, 100_000]))
     text = text.replace(f'"{DEEP}"', "[" * depth + "]" * depth)
