@@ -22,6 +22,7 @@ nbgrader plugins
     ``preprocessors/``     the preprocessors, one per module (sanitize, run, feedback)
     ``tolerantexporter``   an unreadable notebook is graded as empty, saying why
     ``readingrepairs``     a cell nbformat cannot read costs that cell (or its attachments)
+    ``gradebookview``      formgrader's list of a notebook's submissions, linear in the class
     ``feedbackexporter``   the feedback: nbgrader's page, or a banner for one not graded
     ``export``             ``nbgrader export``: grades.csv and a Canvas import file
     ``exchange``           the exchange: publish, collect (plain files only), return

@@ -84,6 +84,26 @@ PRIVATE = (
     ),
 )
 
+# Public methods of upstream that the course replaces by its own in the one process that needs
+# it, each with a digest of the upstream source its replacement was checked against
+# (tests/pipeline/test_gradebook_view.py): a change upstream fails tests/unit/test_upstream.py
+# until the replacement is checked again.
+REPLACED = (
+    Private(
+        "nbgrader",
+        "nbgrader.api.Gradebook",
+        "notebook_submission_dicts",
+        ("self", "notebook_id", "assignment_id"),
+        "list a notebook's submissions in formgrader in time linear in the class "
+        "(attncourse.gradebookview, loaded as a server extension by formgrader's server)",
+    ),
+)
+REPLACED_SOURCE = {
+    "nbgrader.api.Gradebook.notebook_submission_dicts": (
+        "9ed7d9acc84d43c513e8dcadf1dd3abe2f9fd51ac024d4ff963849a8edeb609c"
+    ),
+}
+
 
 class CellTimeout:
     """Mixin for nbclient's ``NotebookClient``: :meth:`cell_timeout` decides a cell's limit."""

@@ -229,6 +229,8 @@ def _write_role(room, role):
     folder = room.roles(role)
     (folder / "labconfig").mkdir(mode=0o755, parents=True, exist_ok=True)
     extensions = {f"nbgrader.server_extensions.{k}": v for k, v in SERVER_EXTENSIONS[role].items()}
+    if role == "instructor":  # formgrader's list of a notebook's submissions in linear time
+        extensions["attncourse.gradebookview"] = True
     disabled = {f"@jupyter/nbgrader:{name}": True for name in LAB_DISABLED[role]}
     files = {
         "jupyter_server_config.json": {"ServerApp": {"jpserver_extensions": extensions}},

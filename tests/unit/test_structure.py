@@ -62,6 +62,7 @@ LAYERS = {
         "attncourse.preprocessors",
         "attncourse.tolerantexporter",
         "attncourse.readingrepairs",
+        "attncourse.gradebookview",
         "attncourse.feedbackexporter",
         "attncourse.export",
         "attncourse.exchange",

@@ -16,7 +16,7 @@ import pytest
 from traitlets.utils.importstring import import_item
 
 import attncourse
-from attncourse.upstream import PRIVATE, Private
+from attncourse.upstream import PRIVATE, REPLACED, REPLACED_SOURCE, Private
 
 PACKAGE = Path(attncourse.__file__).parent
 UPSTREAM = ("nbclient", "jupyter_client", "nbgrader", "nbconvert")
@@ -44,9 +44,34 @@ def test_each_private_name_is_where_the_adapter_was_written_for(private: Private
     assert params == private.params, f"upstream changed: {where} now takes {params}"
 
 
+@pytest.mark.parametrize(
+    "replaced", REPLACED, ids=lambda p: f"{p.owner.rsplit('.', 1)[1]}.{p.name}"
+)
+def test_each_replaced_method_is_the_upstream_code_its_replacement_was_checked_against(
+    replaced: Private,
+):
+    """A public method the course replaces: same parameters, and the same source (by digest)
+    as when its replacement was compared with it; else the comparison must be made again."""
+    import hashlib
+
+    owner = import_item(replaced.owner)
+    where = f"{replaced.owner}.{replaced.name} ({versions(replaced.package)})"
+    method = getattr(owner, replaced.name)
+    if method.__module__.startswith("attncourse"):  # replaced in this process: the original
+        pytest.fail(f"{where} was replaced in the test process itself")
+    params = tuple(inspect.signature(method).parameters)
+    assert params == replaced.params, f"upstream changed: {where} now takes {params}"
+    digest = hashlib.sha256(inspect.getsource(method).encode()).hexdigest()
+    assert digest == REPLACED_SOURCE[f"{replaced.owner}.{replaced.name}"], (
+        f"upstream changed the code of {where}, which the course replaces to {replaced.why}: "
+        "compare the replacement with it again (tests/pipeline/test_gradebook_view.py) and "
+        "record the new digest in attncourse.upstream.REPLACED_SOURCE"
+    )
+
+
 def test_the_adapter_names_the_pinned_version_of_each_package():
     """The pins this adapter was written for are the ones installed (the requirements)."""
-    for package in {p.package for p in PRIVATE}:
+    for package in {p.package for p in PRIVATE + REPLACED}:
         text = versions(package)
         pin = re.search(r"pinned (\S+)", text)
         assert pin is None or f"installed {pin.group(1)}," in text, text
