@@ -256,6 +256,8 @@ def _checks(course, url, drawn, reference, base) -> dict:
     page_s, rows = _formgrader_queries(course, url)
     if max(page_s.values()) >= 2.0:
         failed.append(f"formgrader's pages took {page_s}")
+    if not rows.pop("gradebookview_loaded"):
+        failed.append("formgrader's server did not load attncourse.gradebookview")
     shown = {rows["manage_submissions"], rows["notebook_submissions"], rows["students"]}
     if shown != {len(drawn)}:
         failed.append(f"formgrader's pages list {rows} rows, not the {len(drawn)} students")
@@ -314,6 +316,8 @@ def _formgrader_queries(course: Path, url: str) -> dict:
                     body = response.read()
             timed[name] = round(time.monotonic() - started, 2)
             rows[name] = len(json.loads(body))  # the API's rows (not a login page)
+    log = (course.parent / "formgrader.log").read_text(errors="replace")
+    rows["gradebookview_loaded"] = "formgrader lists a notebook's submissions" in log
     return timed, rows
 
 
