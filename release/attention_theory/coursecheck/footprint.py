@@ -142,26 +142,37 @@ def from_wire(value: object) -> Footprint:
     if not all(type(n) is str and len(n) <= 200 for n in names):
         raise ValueError("malformed operation name")
     flat = _ints(codes)
+    end, count, at = len(flat), len(names), 0
     ops: list[TensorOp] = []
-    at = 0
-    while at < len(flat):
+    seen: dict[tuple[int, ...], TensorOp] = {}  # an operation met again (a loop's body): one object
+    while at < end:
         if len(ops) >= MAX_OPS:
             raise ValueError("more operations than a record holds")
-        name, n_in, n_out = _take(flat, at, 3)
-        if not 0 <= name < len(names) or not 0 <= n_in <= MAX_OPS or not 0 <= n_out <= MAX_OPS:
+        if at + 3 > end:
+            raise ValueError("a footprint record cut short")
+        name, n_in, n_out = flat[at], flat[at + 1], flat[at + 2]
+        if not (0 <= name < count and 0 <= n_in <= MAX_OPS and 0 <= n_out <= MAX_OPS):
             raise ValueError("malformed operation")
-        at += 3
+        start, at = at, at + 3
         shapes = []
         for _ in range(n_in + n_out):
-            (ndim,) = _take(flat, at, 1)
+            if at >= end:
+                raise ValueError("a footprint record cut short")
+            ndim = flat[at]
             if not 0 <= ndim <= MAX_NDIM:
                 raise ValueError("malformed shape")
-            dims = _take(flat, at + 1, ndim)
-            if any(n < 0 for n in dims):
+            if at + 1 + ndim > end:
+                raise ValueError("a footprint record cut short")
+            dims = tuple(flat[at + 1 : at + 1 + ndim])
+            if dims and min(dims) < 0:
                 raise ValueError("malformed shape")
-            shapes.append(tuple(dims))
+            shapes.append(dims)
             at += 1 + ndim
-        ops.append(TensorOp(names[name], tuple(shapes[:n_in]), tuple(shapes[n_in:])))
+        key = tuple(flat[start:at])
+        op = seen.get(key)
+        if op is None:  # TensorOp is frozen: the same operation may stand at several places
+            op = seen[key] = TensorOp(names[name], tuple(shapes[:n_in]), tuple(shapes[n_in:]))
+        ops.append(op)
     return Footprint(tuple(ops), truncated)
 
 
@@ -173,9 +184,3 @@ def _ints(codes: object) -> list[int]:
     if not all(type(n) is int for n in flat):
         raise ValueError("malformed footprint codes")
     return flat
-
-
-def _take(flat, at, count):
-    if at + count > len(flat):
-        raise ValueError("a footprint record cut short")
-    return flat[at : at + count]
