@@ -242,6 +242,8 @@ class KernelLife(CellTimeout, Execute):
             self.execute_cell(cell, index, store_history=False)
         except (DeadKernelError, CellTimeoutError) as e:
             raise self.recover(e, index) from None
+        except Exception as e:  # noqa: BLE001 - a message from the kernel broke nbclient
+            raise self.recover(e, index) from None
         finally:
             self.nb.cells[index] = keep
         return cell.outputs
@@ -254,7 +256,7 @@ class KernelLife(CellTimeout, Execute):
         self._serving = True
         try:
             self.execute_cell(nbformat.v4.new_code_cell(code), self._probing, store_history=False)
-        except (DeadKernelError, CellTimeoutError) as e:
+        except Exception as e:  # noqa: BLE001 - dead, hung, or a message nbclient could not read
             return e
         finally:
             self._serving = False
@@ -272,6 +274,10 @@ class KernelLife(CellTimeout, Execute):
     def recover(self, error: Exception, index: int) -> KernelFault:
         """Record the kernel lost under the judge at test cell ``index`` and restart it; the
         KernelFault that says what happened."""
+        if not isinstance(error, (DeadKernelError, CellTimeoutError)):
+            self._fault(self.nb.cells[index], index, f"under the judge, {unreadable(error)}")
+            self._restart(index)
+            return KernelFault(f"{unreadable(error)} while your code was being called")
         died = isinstance(error, DeadKernelError) and not self._killed
         self._fault(self.nb.cells[index], index, "kernel died under the judge" if died else "hung")
         self._restart(index)
@@ -331,6 +337,13 @@ class KernelLife(CellTimeout, Execute):
     def lost(self) -> str:
         """Why the remaining cells are not run (once :meth:`gave_up`)."""
         return self._no_kernel or ""
+
+
+def unreadable(error: Exception) -> str:
+    """Words for an error nbclient raised while reading what the kernel sent (a message whose
+    signature does not match, which code in the kernel can send, or one of no known shape)."""
+    text = str(error).split(":")[0].strip()[:60]
+    return f"the kernel sent a message the grader could not read ({type(error).__name__}: {text})"
 
 
 def _call(method: Callable, *args: Any) -> None:

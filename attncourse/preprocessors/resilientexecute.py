@@ -26,7 +26,7 @@ from attncourse.cells import is_test_cell
 from attncourse.constants import METADATA_KEY
 from attncourse.judge import verdict
 from attncourse.preprocessors.judgesession import JudgeSession
-from attncourse.preprocessors.kernellife import KernelLife
+from attncourse.preprocessors.kernellife import KernelLife, unreadable
 from attncourse.preprocessors.submissionlimits import refusal
 from attncourse.runrecord import RunRecord
 from attncourse.sandbox.filesystem import JUDGE_SOCKET
@@ -139,6 +139,17 @@ class ResilientExecute(KernelLife):
                 )
             )
             self.fresh_kernel_without(cell, index, "kernel died" if died else "hung")
+            return cell, self.resources
+        except Exception as e:  # noqa: BLE001 - a message from the kernel broke nbclient
+            # (nbgrader would drop the whole notebook): this cell scores 0, the kernel is new
+            cell.outputs.append(
+                _error(
+                    "KernelMessage",
+                    f"{unreadable(e)} while running this cell; it scores 0 and the kernel was "
+                    "restarted for the cells after it",
+                )
+            )
+            self.fresh_kernel_without(cell, index, unreadable(e))
             return cell, self.resources
         # A cell that left processes behind (their zombies keep counting against the process
         # limit) or ran out of memory (what it allocated stays referenced) would spoil the

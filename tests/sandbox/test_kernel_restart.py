@@ -61,3 +61,48 @@ def test_control_a_replacement_that_starts_runs_the_cells_after(tmp_path):
     assert nb.cells[1].outputs[0]["ename"] == "KernelDied"
     assert [o.get("text") for o in nb.cells[2].outputs] == ["2\n"]
     assert [f["fault"] for f in record.faults] == ["kernel died"]
+
+
+# Code in the kernel holds the session's key and its sockets: it can send IOPub messages of a
+# wrong signature (or threads can interleave the frames of two messages). nbclient's reader
+# raises ValueError ("Invalid Signature") out of the cell's execution, and nbgrader dropped the
+# whole autograded notebook (the attack suite's `thread_writes_into_judge_channel` student, in
+# CI and in make test under load). Now that cell scores 0 and names why, the kernel is replaced
+# and the cells after it run.
+FORGED_IOPUB = """
+from jupyter_client.session import Session
+kernel = get_ipython().kernel
+forger = Session(key=b"not the kernel's key", username=kernel.session.username)
+forger.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "forged"},
+            parent=kernel.get_parent("shell"))
+import time; time.sleep(1)
+"""
+
+
+def _forging(forge):
+    nb = new_notebook(
+        cells=[
+            new_code_cell("x = 1"),
+            new_code_cell(FORGED_IOPUB if forge else "y = 2"),
+            new_code_cell("print(x + 1)"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    return nb
+
+
+@pytest.mark.parametrize("forge", [True, False], ids=["forged_signature", "control"])
+def test_a_message_of_a_wrong_signature_costs_only_its_cell(tmp_path, forge):
+    resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"assignment": "toy"}}
+    nb, resources = ResilientExecute().preprocess(_forging(forge), resources)
+    record = resources[METADATA_KEY]
+    assert [o.get("text") for o in nb.cells[2].outputs] == ["2\n"]  # ran, with cell 1 replayed
+    if not forge:
+        assert record.faults == [] and nb.cells[1].outputs == []
+        return
+    [error] = [o for o in nb.cells[1].outputs if o["output_type"] == "error"]
+    assert error["ename"] == "KernelMessage"
+    assert "could not read (ValueError: Invalid Signature)" in error["evalue"], error["evalue"]
+    assert [f["fault"] for f in record.faults] == [
+        "the kernel sent a message the grader could not read (ValueError: Invalid Signature)"
+    ]
