@@ -150,9 +150,9 @@ def upgrade_v3(nb: object) -> list[Damage]:
         why = _not_v3(cell)
         if why is None:
             v3 = dict(cell, outputs=[]) if cell["cell_type"] == "code" else dict(cell)
-            for key in ("input", "source"):
-                if isinstance(v3.get(key), list):
-                    v3[key] = _v3_lines(v3[key])
+            key = "input" if cell["cell_type"] == "code" else "source"  # as nbformat 3 reads
+            if isinstance(v3.get(key), list):
+                v3[key] = _v3_lines(v3[key])
             try:
                 upgraded = upgrade_cell(nbformat.from_dict(v3))
             except Exception as e:  # a heading's level that is not a number, ...

@@ -403,6 +403,18 @@ def test_an_nbformat_3_file_is_read_as_nbformat_would_read_it(honest):
     assert nbgrader == [c.metadata.get("nbgrader") for c in honest.cells]
 
 
+def test_a_stray_source_on_an_nbformat_3_code_cell_is_read_as_nbformat_reads_it(honest):
+    """A v3 code cell's source is its ``input``; a ``source`` of numbers beside it is dropped by
+    nbformat's upgrade, so the cell is read, not replaced."""
+    nb = _v3(honest)
+    cells = nb["worksheets"][0]["cells"]
+    index = next(i for i, c in enumerate(cells) if c["cell_type"] == "code")
+    cells[index]["source"] = [1, 2]
+    out, record = _read_v3(nb)
+    theirs = nbformat.reads(json.dumps(nb), as_version=4)
+    assert record.repairs == [] and out.cells[index].source == theirs.cells[index].source
+
+
 @pytest.mark.parametrize("shape", V3_DAMAGE)
 def test_an_nbformat_3_cell_that_cannot_be_upgraded_costs_only_that_cell(honest, shape):
     """nbformat gives up on the whole file for such a cell (checked here: it raises); read as
