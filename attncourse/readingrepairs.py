@@ -70,14 +70,22 @@ def _stand_in(cell: object) -> dict:
     }
 
 
-def _unreadable(cell: object) -> str | None:
-    """Why nbformat's reader cannot read ``cell`` (a parsed cell), or None."""
+def _not_a_cell_of(cell: object, types: tuple[str, ...]) -> str | None:
+    """Why ``cell`` is no JSON object with a ``cell_type`` among ``types``, or None."""
     if not isinstance(cell, dict):
         return f"it is {_kind(cell)}, not a cell (a JSON object)"
     kind = cell.get("cell_type")
-    if kind not in CELL_TYPES:
+    if kind not in types:
         got = "missing" if kind is None else f"{_kind(kind)} ({str(kind)[:40]!r})"
-        return f"its cell_type is {got}, not one of {', '.join(CELL_TYPES)}"
+        return f"its cell_type is {got}, not one of {', '.join(types)}"
+    return None
+
+
+def _unreadable(cell: object) -> str | None:
+    """Why nbformat's reader cannot read ``cell`` (a parsed cell), or None."""
+    why = _not_a_cell_of(cell, CELL_TYPES)
+    if why is not None or not isinstance(cell, dict):  # (the second, for the type checker)
+        return why
     if not isinstance(cell.get("metadata"), dict):
         got = "missing" if "metadata" not in cell else _kind(cell["metadata"])
         return f"its metadata is {got}, not an object"
@@ -184,12 +192,10 @@ def _v3_lines(lines: list[str]) -> str:
 
 def _not_v3(cell: object) -> str | None:
     """Why nbformat's upgrade cannot upgrade ``cell`` (a parsed nbformat 3 cell), or None."""
-    if not isinstance(cell, dict):
-        return f"it is {_kind(cell)}, not a cell (a JSON object)"
-    kind = cell.get("cell_type")
-    if kind not in V3_CELL_TYPES:
-        got = "missing" if kind is None else f"{_kind(kind)} ({str(kind)[:40]!r})"
-        return f"its cell_type is {got}, not one of {', '.join(V3_CELL_TYPES)}"
+    why = _not_a_cell_of(cell, V3_CELL_TYPES)
+    if why is not None or not isinstance(cell, dict):  # (the second, for the type checker)
+        return why
+    kind = cell["cell_type"]
     if not isinstance(cell.get("metadata", {}), dict):
         return f"its metadata is {_kind(cell['metadata'])}, not an object"
     key = "input" if kind == "code" else "source"

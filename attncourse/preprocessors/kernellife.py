@@ -240,9 +240,7 @@ class KernelLife(CellTimeout, Execute):
         self._killed = False
         try:
             self.execute_cell(cell, index, store_history=False)
-        except (DeadKernelError, CellTimeoutError) as e:
-            raise self.recover(e, index) from None
-        except Exception as e:  # noqa: BLE001 - a message from the kernel broke nbclient
+        except Exception as e:  # noqa: BLE001 - dead, hung, or a message nbclient could not read
             raise self.recover(e, index) from None
         finally:
             self.nb.cells[index] = keep
