@@ -119,10 +119,15 @@ def test_scores_are_counted_for_einsum_matmul_and_broadcast_products():
 def test_a_reply_that_is_not_a_record_is_a_kernel_fault():
     good = {"names": ["aten.mm.default"], "codes": np.array([0, 0, 1, 2, 3, 4]), "truncated": False}
     assert footprint.from_wire(good).ops[0].outputs == ((3, 4),)
+    ones = {**good, "codes": np.array([0, 0, 1, 1, 1])}  # the booleans' record, as integers
+    assert footprint.from_wire(ones).ops[0].outputs == ((1,),)
     for bad in (
         {**good, "codes": np.array([1, 0, 1, 2, 3, 4])},  # a name that is not there
         {**good, "codes": np.array([0, 0, 1, 2, 3])},  # cut short
         {**good, "codes": np.array([0, 0, 1, 99, 3])},  # too many dims
+        {**good, "codes": np.array([0.0, 0, 1, 2, 3, 4])},  # codes that are not integers
+        {**good, "codes": np.array([False, False, True, True, True])},  # nor booleans
+        {**good, "codes": np.array([[0, 0, 1, 2, 3, 4]])},  # not flat
         {**good, "names": "aten.mm"},
         {**good, "extra": 1},
         [1, 2],

@@ -17,23 +17,31 @@ class Recorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.names: list[str] = []
-        self.index: dict[str, int] = {}
+        self.index: dict[object, int] = {}  # operator -> its name's index
         self.codes: list[int] = []
         self.count, self.truncated = 0, False
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch (2.6 on) wraps a mode's __torch_dispatch__ in torch._dynamo.disable unless this
+        # says False: the wrapper imports torch._dynamo on the first operation recorded (about
+        # 1 s of a kernel's CPU) and adds two frames to every operation. No recorded call runs
+        # under dynamo: the footprint rule refuses torch.compile, torch.jit and every other
+        # path it could trace (recordable.py).
+        return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if self.count >= MAX_OPS:
             self.truncated = True
             return out
-        name = str(func)
-        at = self.index.get(name)
+        at = self.index.get(func)  # an operator is one object: its name is made once
         if at is None:
             if len(self.names) >= MAX_NAMES:
                 self.truncated = True
                 return out
-            at = self.index[name] = len(self.names)
-            self.names.append(name)
+            at = self.index[func] = len(self.names)
+            self.names.append(str(func))
         inputs = _shapes(args) + (_shapes(kwargs.values()) if kwargs else [])
         outputs = _shapes((out,))
         codes = self.codes

@@ -103,7 +103,10 @@ class Footprint:
 
     def named(self, words: Iterable[str]) -> TensorOp | None:
         """The first operation whose name holds one of ``words`` (lower case), or None."""
-        return next((op for op in self.ops if any(w in op.name.lower() for w in words)), None)
+        words = tuple(words)
+        names = {op.name for op in self.ops}  # a record repeats a few names many times
+        hits = {name for name in names if any(w in name.lower() for w in words)}
+        return next((op for op in self.ops if op.name in hits), None) if hits else None
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:
@@ -181,6 +184,6 @@ def _ints(codes: object) -> list[int]:
     if tolist is None or getattr(codes, "ndim", None) != 1:
         raise ValueError("malformed footprint codes")
     flat = tolist()
-    if not all(type(n) is int for n in flat):
+    if not set(map(type, flat)) <= {int}:  # exactly int (a bool is not), at C speed
         raise ValueError("malformed footprint codes")
     return flat
