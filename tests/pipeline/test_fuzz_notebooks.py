@@ -11,8 +11,9 @@ its reason); an honest student graded in the same run keeps exactly its score.
 - ``test_autograde_batch_*`` (slow, seeded, FUZZ_BATCH = 4 students): one ``nbgrader
   autograde`` run grades the generated students and the full solution together.
 
-``make test`` runs the defaults (about a minute and a half together); ``make fuzz`` runs both with
-thousands (FUZZ_EXAMPLES=3000 FUZZ_BATCH=120).
+``make test`` runs the defaults (about a minute and a half together); ``make test-fast`` draws
+40 files (FUZZ_EXAMPLES=40); ``make fuzz`` runs both with thousands (FUZZ_EXAMPLES=3000
+FUZZ_BATCH=120).
 """
 
 import json
