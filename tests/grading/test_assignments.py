@@ -206,11 +206,34 @@ def test_correct_alternatives_pass_with_one_and_two_torch_threads(assignment):
 
 @pytest.mark.parametrize(("assignment", "case"), cases(in_process=True))
 def test_case_in_process(assignment, case):
-    """Each case on one torch thread (a correct one also on two: the test above)."""
+    """Each case on one torch thread (a correct one also on two: the test above), on the
+    tests that read its cells."""
     table = TABLES[assignment]
     with torch_threads(1):
-        verdicts = table.judge(case)
-    assert_verdicts(case, verdicts, table.in_process(case)[1])
+        verdicts = table.judge(case, every=False)
+    assert_verdicts(case, verdicts, table.in_process(case, every=False)[1])
+
+
+def every_test_cases():
+    """The in-process cases of the tables that judge each case on every test."""
+    for param in cases(in_process=True):
+        assignment, case = param.values
+        if TABLES[assignment].every_test_in_process:
+            yield pytest.param(assignment, case, id=param.id, marks=pytest.mark.slow)
+
+
+# slow: the tests no cell of the case reaches (at_scale's Part 3 footprint among them: 0.3 s a
+# case) cost make test-fast 40 s of CPU; they only confirm DEPENDS, as every autograded pack
+# does for its cases.
+@pytest.mark.parametrize(("assignment", "case"), every_test_cases())
+def test_case_in_process_keeps_every_other_point(assignment, case):
+    """EVERY_TEST_IN_PROCESS: each case passes every test that reads none of its cells, so
+    it fails exactly its fails anywhere in the notebook (with the test above)."""
+    table = TABLES[assignment]
+    with torch_threads(1):
+        verdicts, rest = table.judge_the_rest(case)
+    assert rest, f"{case.id}: every test reads its cells"
+    assert_verdicts(case, verdicts, rest)
 
 
 @pytest.mark.parametrize("assignment", TABLES)

@@ -11,7 +11,9 @@ rows) and ``GROUPS`` ({group: (answer cells, test cells)}), and may set (default
   cases, counted over the whole question where it joins several groups (worksheet: Q1(a)-(d)
   are one question); one question per group by default;
 * ``EVERY_TEST_IN_PROCESS``: True to judge each case on every test in process, not only on
-  those reading its cells (a case then fails exactly its fails anywhere in the notebook);
+  those reading its cells (a case then fails exactly its fails anywhere in the notebook,
+  which also checks ``DEPENDS``): the tests reading its cells in the fast layer, the others
+  in the slow one (:meth:`Table.in_process`, ``every``);
 * ``IN_PROCESS_STUBS``: answer cell -> (stub, the tests that read it): in process the stub
   replaces the cell where the case neither replaces it nor must lose one of those tests,
   and those tests are then not judged (the autograded run judges them for every case);
@@ -198,9 +200,10 @@ class Table:
                 packs.append([case])
         return packs
 
-    def in_process(self, case, tests=None):
+    def in_process(self, case, tests=None, every=None):
         """(answers, tests) to judge ``case`` on in process: by default its judged tests (every
-        test with EVERY_TEST_IN_PROCESS).
+        test with EVERY_TEST_IN_PROCESS, or where ``every`` is True; ``every=False``: only the
+        judged ones, whatever the table says).
 
         A stub of IN_PROCESS_STUBS replaces its cell where the case does not replace the cell
         and none of the tests reading it is asked for (by default: none is one it must lose);
@@ -209,7 +212,8 @@ class Table:
         answers = dict(case.answers)
         asked = set(case.fails) if tests is None else set(tests)
         if tests is None:
-            tests = self.tests if self.every_test_in_process else self.judged(case)
+            every = self.every_test_in_process if every is None else every
+            tests = self.tests if every else self.judged(case)
         tests = set(tests)
         for cell, (stub, readers) in self.in_process_stubs.items():
             if cell not in case.answers and not set(readers) & asked:
@@ -223,10 +227,17 @@ class Table:
         answers, _ = self.in_process(case)
         return any(answers.get(cell) != stub for cell, (stub, _) in self.in_process_stubs.items())
 
-    def judge(self, case, tests=None, secret=None):
+    def judge(self, case, tests=None, secret=None, every=None):
         """{test: None or the failure message} of ``case`` judged in this process."""
-        answers, tests = self.in_process(case, tests)
+        answers, tests = self.in_process(case, tests, every)
         return run_in_process(self.assignment, answers, tests, secret)
+
+    def judge_the_rest(self, case):
+        """(verdicts, tests): ``case`` judged on the tests EVERY_TEST_IN_PROCESS adds to its
+        judged ones (none of which it may fail), with the same answers in its cells."""
+        answers, every = self.in_process(case, every=True)
+        rest = every - self.in_process(case, every=False)[1]
+        return run_in_process(self.assignment, answers, rest), rest
 
     def judge_secrets(self, case, secrets, tests=None):
         """{test: [None or the failure message, one per secret]}: the notebook runs once."""
