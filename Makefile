@@ -107,7 +107,7 @@ price: venv  ## what each hostile notebook (10,000 cells, many outputs, a parse 
 	$(BIN)/python devtools/price.py --assignment $(ASSIGNMENT)
 
 fuzz: venv  ## thousands of generated hostile notebooks through the grading path (seeded: FUZZ_SEED), counts by outcome
-	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),3000) FUZZ_BATCH=$(or $(FUZZ_BATCH),120) $(BIN)/python -m pytest -p no:xdist -p no:randomly \
+	FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),3000) FUZZ_BATCH=$(or $(FUZZ_BATCH),120) $(PYTEST) -p no:xdist -p no:randomly \
 		-W ignore --hypothesis-show-statistics tests/pipeline/test_fuzz_notebooks.py
 
 soak: venv  ## as root: STUDENTS_SOAK (1000) students of attention_worksheet on PostgreSQL through injected faults; checks and throughput

@@ -33,6 +33,17 @@ from attncourse.sandbox.filesystem import JUDGE_SOCKET
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
 
+def _lost(error: Exception) -> tuple[str, str, str]:
+    """(error name, what the student reads, the run record's fault) of a cell whose kernel
+    was lost while it ran."""
+    why = "while running this cell (crash, out of memory or a hang)"
+    if isinstance(error, DeadKernelError):
+        return "KernelDied", f"the kernel died {why}", "kernel died"
+    if isinstance(error, CellTimeoutError):
+        return "CellTimeoutError", f"the cell did not stop when interrupted {why}", "hung"
+    return "KernelMessage", f"{unreadable(error)} while running this cell", unreadable(error)
+
+
 def _error(ename, evalue):
     return nbformat.v4.new_output(
         "error", ename=ename, evalue=evalue, traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"]
@@ -128,28 +139,16 @@ class ResilientExecute(KernelLife):
             return cell, resources
         try:
             cell = self.execute_cell(cell, index, store_history=True)
-        except (DeadKernelError, CellTimeoutError) as e:
-            died = isinstance(e, DeadKernelError)
-            what = "the kernel died" if died else "the cell did not stop when interrupted"
+        except Exception as e:  # noqa: BLE001 - dead, hung, or a message nbclient could not
+            # read (nbgrader would drop the whole notebook): this cell scores 0, the kernel is new
+            ename, what, fault = _lost(e)
             cell.outputs.append(
                 _error(
-                    "KernelDied" if died else "CellTimeoutError",
-                    f"{what} while running this cell (crash, out of memory or a hang); "
-                    "it scores 0 and the kernel was restarted for the cells after it",
+                    ename,
+                    f"{what}; it scores 0 and the kernel was restarted for the cells after it",
                 )
             )
-            self.fresh_kernel_without(cell, index, "kernel died" if died else "hung")
-            return cell, self.resources
-        except Exception as e:  # noqa: BLE001 - a message from the kernel broke nbclient
-            # (nbgrader would drop the whole notebook): this cell scores 0, the kernel is new
-            cell.outputs.append(
-                _error(
-                    "KernelMessage",
-                    f"{unreadable(e)} while running this cell; it scores 0 and the kernel was "
-                    "restarted for the cells after it",
-                )
-            )
-            self.fresh_kernel_without(cell, index, unreadable(e))
+            self.fresh_kernel_without(cell, index, fault)
             return cell, self.resources
         # A cell that left processes behind (their zombies keep counting against the process
         # limit) or ran out of memory (what it allocated stays referenced) would spoil the
