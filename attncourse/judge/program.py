@@ -222,7 +222,8 @@ class Program:
             for node in ast.walk(tree):
                 self.cell_of[node] = cell.index
             self.owner_of.update(enclosing_names(tree))
-        self.cache: dict[str, Any] = {}  # what the rules computed from this program (its tampering)
+        # what the rules computed from this program: its tampering, what each answer reaches
+        self.cache: dict[object, Any] = {}
         self.module = Scope(None, None)
         self.scope_of_node: dict[ast.AST, Scope] = {}  # node -> the function scope of its code
         self.course: dict[str, str | None] = {}  # name -> library path bound by the course's cells

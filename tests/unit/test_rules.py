@@ -10,8 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from attncourse.judge import rules
+from attncourse.judge import recordable, rules
 from attncourse.judge.checks import GradingError
+from attncourse.judge.program import Program, as_cells
+from attncourse.judge.resolve import reach
 
 OUTPUTS = ("W_K_MLA_hat", "W_V_MLA_hat", "W_Q_MLA_hat", "W_O_MLA_hat")
 
@@ -371,3 +373,44 @@ def test_rules_fail_clearly_without_source():
             rule("f", [], "Part X")
     with pytest.raises(GradingError, match="could not find the definition"):
         rules.assert_one_statement_per_output("reduced_matrices", [], "Part 13", OUTPUTS)
+
+
+# ------------------------------------------------- one resolution per answer and notebook
+
+SHARED = {
+    "loop": "def f(x):\n    for _ in range(2):\n        x = x * 2\n    return x",
+    "fused": "def f(q, k, v):\n    return torch.nn.functional.scaled_dot_product_attention(q, k, v)",
+    "torch": "def f(x):\n    return torch.softmax(x, -1)",
+    "clean": VECTORISED,
+    "tensor subclass": "class T(torch.Tensor):\n    pass\n\n\ndef f(x):\n    return T(x)",
+}
+RULES = {
+    "no loops": lambda ns: rules.assert_no_loops("f", ns, "Part X"),
+    "fused": lambda ns: rules.assert_no_fused_attention("f", ns, "Part X"),
+    "numpy only": lambda ns: rules.assert_no_torch("f", ns, "Part X"),
+    "footprint": lambda ns: recordable.assert_recorded("f", ns, "Part X"),
+}
+
+
+def _verdict(rule, namespace):
+    try:
+        rule(namespace)
+    except GradingError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("kind", SHARED)
+def test_the_rules_of_one_notebook_share_its_resolution_and_keep_their_verdicts(kind):
+    """Every check of a notebook reads one Reach per answer (the StudentNamespace's program
+    caches it): each rule's verdict, in any order and after every other rule, is the verdict
+    it gives on a notebook parsed afresh."""
+    cells = ["import torch", SHARED[kind]]
+    alone = {name: _verdict(rule, cells) for name, rule in RULES.items()}
+    for order in (list(RULES), list(reversed(RULES))):
+        shared = SimpleNamespace(program=Program(as_cells(cells)))
+        for _ in range(2):
+            assert {name: _verdict(RULES[name], shared) for name in order} == alone
+        assert reach(shared.program, "f") is reach(shared.program, "f")
+        assert reach(shared.program, "f", ["g"]) is not reach(shared.program, "f")
+    assert kind == "clean" or any(alone.values()), alone

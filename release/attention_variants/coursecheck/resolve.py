@@ -41,13 +41,22 @@ from .walk import Walk
 
 
 def reach(program: Program, name: str, skip: Iterable[str] = frozenset()) -> Reach:
-    """Everything the answer ``name`` reaches (``skip``: definitions graded elsewhere)."""
-    return Reach(program, name, frozenset(skip))
+    """Everything the answer ``name`` reaches (``skip``: definitions graded elsewhere),
+    resolved once per program: every check of a notebook reads the same result (the rules
+    only read a Reach; the rule of the footprint evaluates bases on a passive one)."""
+    key = ("reach", name, frozenset(skip))
+    if key not in program.cache:
+        program.cache[key] = Reach(program, name, frozenset(skip))
+    return program.cache[key]
 
 
 def reach_cell(program: Program, index: int) -> Reach:
-    """What the module-level code of cell ``index`` reaches (an answer cell as a whole)."""
-    return Reach(program, None, cell=index)
+    """What the module-level code of cell ``index`` reaches (an answer cell as a whole),
+    resolved once per program."""
+    key = ("cell", index)
+    if key not in program.cache:
+        program.cache[key] = Reach(program, None, cell=index)
+    return program.cache[key]
 
 
 class Reach(Walk, Calls, Scopes, CallGraph, ReachState):
