@@ -14,7 +14,7 @@ import torch
 
 from attncourse.judge import checks
 from attncourse.judge.channel import LocalChannel
-from attncourse.judge.checks import GradingError
+from attncourse.judge.checks import Deferred, GradingError, check_close
 from attncourse.judge.remote import Remote, Session, StudentNamespace, StudentRaised
 from attncourse.judge.wire import Refused
 
@@ -287,3 +287,20 @@ def test_fail_lays_out_expected_got_and_cause():
         checks.fail("what", "E", "G", "C")
     assert str(info.value) == "what\n  expected: E\n  got:      G\n  likely cause: C"
     assert isinstance(info.value, AssertionError)
+
+
+def test_named_mistakes_are_computed_only_for_an_answer_that_fails():
+    """Deferred: a passing answer never computes the table (most of a passing value check);
+    a failing one is compared with it and the message names the mistake it reproduces."""
+    ref = torch.arange(1.0, 7.0, dtype=torch.float64)
+    computed = []
+
+    def table():
+        computed.append(True)
+        return {"every value doubled": 2 * ref}
+
+    check_close("Part X", ref.float(), ref, 1e-6, Deferred(table))
+    assert computed == []
+    with pytest.raises(GradingError, match="likely cause: every value doubled"):
+        check_close("Part X", 2 * ref, ref, 1e-6, Deferred(table))
+    assert computed == [True]

@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attncourse.judge.checks import named_mistakes, rel_error
+
 IGNORE = -100  # Part 6: the target of a position that is not a query (no loss, no accuracy)
 
 F64 = torch.float64
@@ -210,6 +212,17 @@ MERGE_MISTAKES = {
     "partials added without rescaling to the common maximum": Online(weight_by="none"),
     "the outputs not rescaled (only the sums)": Online(rescale_out=False),
 }
+
+
+def online_l_mistakes(s: Tensor, block: int) -> dict[str, Tensor]:
+    """The l of each named mistake of online_softmax."""
+    return {k: v[1] for k, v in named_mistakes(online_reference, ONLINE_MISTAKES, s, block).items()}
+
+
+def merge_mistakes(pa: tuple, pb: tuple, ref: tuple, index: int) -> dict[str, Tensor]:
+    """Output ``index`` (m, l or o) of each named mistake of merge that differs from ``ref``'s."""
+    wrong = named_mistakes(merge_reference, MERGE_MISTAKES, pa, pb)
+    return {key: w[index] for key, w in wrong.items() if rel_error(w[index], ref[index]) > 0}
 
 
 def partial_reference(s: Tensor, v: Tensor) -> Partial:

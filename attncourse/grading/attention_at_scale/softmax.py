@@ -9,6 +9,7 @@ import torch
 
 from attncourse.constants import EXAMPLE_STUDENT
 from attncourse.judge.checks import (
+    Deferred,
     answer,
     call,
     check_close,
@@ -26,11 +27,10 @@ from attncourse.judge.rulebook import NEVER_NAMES, NO_LOOPS, Rule, prove, proves
 from .references import (
     F64,
     LSE_MISTAKES,
-    MERGE_MISTAKES,
-    ONLINE_MISTAKES,
     SOFTMAX_MISTAKES,
     lse_reference,
-    merge_reference,
+    merge_mistakes,
+    online_l_mistakes,
     online_reference,
     own_answers,
     own_mistakes,
@@ -131,9 +131,8 @@ def _spike(a, b, n):
 
 
 def _wrong(s, dim, lse):
-    if lse:
-        return named_mistakes(lse_reference, LSE_MISTAKES, s, dim)
-    return named_mistakes(softmax_reference, SOFTMAX_MISTAKES, s, dim)
+    table = (lse_reference, LSE_MISTAKES) if lse else (softmax_reference, SOFTMAX_MISTAKES)
+    return Deferred(named_mistakes, *table, s, dim)
 
 
 @proves(
@@ -244,13 +243,12 @@ def check_online(ns: StudentNamespace) -> None:
         if type(got) not in (tuple, list) or len(got) != 2:
             fail(f"{what}: return value", "a pair (m, l)", type(got).__name__)
         ref_m, ref_l = online_reference(s, block)
-        wrong = named_mistakes(online_reference, ONLINE_MISTAKES, s, block)
         close(f"{what}: m", got[0], ref_m, shape_cause="m drops the last axis: (...)")
         close(
             f"{what}: l",
             got[1],
             ref_l,
-            {k_: v[1] for k_, v in wrong.items()},
+            Deferred(online_l_mistakes, s, block),
             "l drops the last axis",
         )
 
@@ -286,9 +284,6 @@ def check_merge(ns: StudentNamespace) -> None:
         if type(got) not in (tuple, list) or len(got) != 3:
             fail(f"{what}: return value", "a triple (m, l, o)", type(got).__name__)
         ref = partial_reference(s, v)
-        wrong = named_mistakes(merge_reference, MERGE_MISTAKES, pa, pb)
         for index, name in enumerate(("m", "l", "o")):
-            mistakes = {
-                key: w[index] for key, w in wrong.items() if rel_error(w[index], ref[index]) > 0
-            }
+            mistakes = Deferred(merge_mistakes, pa, pb, ref, index)
             close(f"{what}: {name}", got[index], ref[index], mistakes)

@@ -8,15 +8,14 @@ defaults; a table maps each mistake's description to its variant
 ``references_reduced``.
 """
 
-import functools
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from attncourse.judge.checks import distinct_dims, named_mistakes, randn, rng_for, tensor
+from attncourse.judge.checks import Deferred, distinct_dims, named_mistakes, randn, rng_for, tensor
 
 from .tolerances import ROUNDING_ETA, ROWS_TOL
 
@@ -159,33 +158,10 @@ GROUPING_MISTAKES = {
 }
 
 
-class LazyMistakes(Mapping):
-    """:func:`named_mistakes` computed on first look: only a failing answer is compared with
-    them, and computing them all took 60% of a passing MyMHA/MyGQA value check."""
-
-    def __init__(
-        self, reference: Callable[..., Tensor], table: Mapping[str, object], *args: object
-    ) -> None:
-        self._reference, self._table, self._args = reference, table, args
-
-    @functools.cached_property
-    def _outputs(self) -> dict[str, Tensor]:
-        return named_mistakes(self._reference, self._table, *self._args)
-
-    def __getitem__(self, name: str) -> Tensor:
-        return self._outputs[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
-
-
-def attention_mistakes(args: Sequence[Tensor], H: int, G: int) -> LazyMistakes:
+def attention_mistakes(args: Sequence[Tensor], H: int, G: int) -> Deferred:
     """Named wrong outputs of MHA/GQA for the inputs and weights in ``args`` (computed lazily)."""
     table = ATTENTION_MISTAKES | (GROUPING_MISTAKES if G not in (1, H) else {})
-    return LazyMistakes(attention, table, *args, H, G)
+    return Deferred(named_mistakes, attention, table, *args, H, G)
 
 
 # ----------------------------------------------------------------- Part 13: the experiment

@@ -4,7 +4,17 @@ from typing import Any
 
 import torch
 
-from attncourse.judge.checks import answer, call, describe, fail, generator, randn, rng_for, tensor
+from attncourse.judge.checks import (
+    Deferred,
+    answer,
+    call,
+    describe,
+    fail,
+    generator,
+    randn,
+    rng_for,
+    tensor,
+)
 from attncourse.judge.remote import StudentNamespace
 from attncourse.judge.rulebook import NEVER_NAMES, NO_FUSED, NO_LOOPS, USES, Rule, prove, proves
 
@@ -145,7 +155,7 @@ def check_decode_forward(ns: StudentNamespace) -> None:
             got,
             mla_reference(x, w, dims, rotate),
             VALUES_TOL,
-            decode_mistakes(x, w, dims, rotate),
+            Deferred(decode_mistakes, x, w, dims, rotate),
         )
 
     with_rope(ns, from_empty)
@@ -167,7 +177,7 @@ def check_decode_forward(ns: StudentNamespace) -> None:
             y_t,
             mla_reference(x2, w, dims, rotate)[:, L0],
             VALUES_TOL,
-            decode_mistakes(x2, w, dims, rotate, step=True),
+            Deferred(decode_mistakes, x2, w, dims, rotate, True),
             shape_cause="y_t is (B, D)",
         )
 

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from attncourse.judge.checks import (
+    Deferred,
     GradingError,
     answer,
     call,
@@ -154,7 +155,7 @@ def check_rope(ns: StudentNamespace) -> None:
             got,
             rope_reference(x, positions, base),
             ROPE_TOL,
-            rope_mistakes(x, positions, base),
+            Deferred(rope_mistakes, x, positions, base),
             shape_cause="return x's shape: every vector rotated in place",
             precision_cause=FLOAT32_ANGLES,
         )
@@ -192,7 +193,7 @@ def check_float32(fn: Remote, part: str, rng: random.Random) -> None:
         got,
         rope_reference(x, positions),
         ROPE_FLOAT32_TOL,
-        rope_mistakes(x, positions, BASE),
+        Deferred(rope_mistakes, x, positions, BASE),
         shape_cause="return x's shape: every vector rotated in place",
         precision_cause=FLOAT32_ANGLES,
     )
