@@ -32,7 +32,9 @@ from attncourse.prover import PACKAGE, has_rules, prover_files
 from devtools.submissions import solution_submission
 
 RULED = [a for a in assignments() if has_rules(a)]
-_transform = TransformerManager().transform_cell
+# IPython's transform of a cell's text (the kernel's ``In``), once per text: the cases share
+# most of their cells with the solution.
+_transform = functools.cache(TransformerManager().transform_cell)
 
 
 @functools.cache

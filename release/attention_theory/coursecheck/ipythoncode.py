@@ -55,4 +55,5 @@ def cell_tree(text: str) -> ast.Module | None:
     """The cell as IPython would run it, parsed, its lines the ones the student sees; or None."""
     python = cell_python(text)
     tree = parse(python) if python is not None else None
-    return ast.increment_lineno(tree, leading_blank_lines(text)) if tree is not None else None
+    blank = leading_blank_lines(text)
+    return ast.increment_lineno(tree, blank) if tree is not None and blank else tree

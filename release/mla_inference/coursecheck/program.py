@@ -225,6 +225,7 @@ class Program:
             self.owner_of.update(enclosing_names(tree))
         # what the rules computed from this program: its tampering, what each answer reaches
         self.cache: dict[object, Any] = {}
+        self._own: dict[ast.AST, list[ast.AST]] = {}
         self.module = Scope(None, None)
         self.scope_of_node: dict[ast.AST, Scope] = {}  # node -> the function scope of its code
         self.course: dict[str, str | None] = {}  # name -> library path bound by the course's cells
@@ -242,11 +243,17 @@ class Program:
 
     # --------------------------------------------------------------- binding tables
 
+    def _own_nodes(self, node):
+        """:func:`own_nodes` of ``node``, listed once (a method's are read four times)."""
+        if node not in self._own:
+            self._own[node] = list(own_nodes(node))
+        return self._own[node]
+
     def _collect(self, node, scope, course=False):
         """Record the bindings of ``node``'s body in ``scope``, and of nested scopes."""
-        for sub in own_nodes(node):
+        for sub in self._own_nodes(node):
             self._bind_stmt(sub, scope, course)
-        for sub in own_nodes(node):
+        for sub in self._own_nodes(node):
             if isinstance(sub, FUNCTIONS):
                 self._function_scope(sub, scope)
             elif isinstance(sub, ast.ClassDef):
@@ -302,7 +309,7 @@ class Program:
 
     def _function_scope(self, node, parent):
         scope = Scope(node, parent, cls=parent.class_body)
-        for sub in own_nodes(node):
+        for sub in self._own_nodes(node):
             self.scope_of_node[sub] = scope
             if isinstance(sub, ast.Global):
                 scope.declared_global |= set(sub.names)
@@ -327,7 +334,7 @@ class Program:
                 self._function_scope(stmt, holder)
                 method_scope = self.scopes[stmt]
                 method_scope.cls = node
-                for sub in own_nodes(stmt):
+                for sub in self._own_nodes(stmt):
                     self._self_attr(sub, stmt, node, method_scope)
             elif isinstance(stmt, ast.ClassDef):
                 self._class(stmt, scope)
