@@ -242,8 +242,9 @@ def named_mistakes(
 
 class Deferred(Mapping):
     """A table of named mistakes computed on first look: only a failing answer is compared
-    with its mistakes (:func:`check_close`), and computing them is most of a passing value
-    check (MyMHA/MyGQA 60 %, MLAAttention's forward 30 % of its CPU)."""
+    with its mistakes (:func:`check_close`), and computing them was most of a passing value
+    check's CPU (MyMHA/MyGQA 60 %; a correct MLAAttention under 100 secrets, its forward
+    checks 10.8 -> 5.3 s and its rope's 5.1 -> 1.6 s)."""
 
     def __init__(self, compute: Callable[..., Mapping[str, Any]], *args: Any) -> None:
         self._compute, self._args = compute, args
