@@ -246,12 +246,14 @@ class Deferred(Mapping):
     check's CPU (MyMHA/MyGQA 60 %; a correct MLAAttention under 100 secrets, its forward
     checks 10.8 -> 5.3 s and its rope's 5.1 -> 1.6 s)."""
 
-    def __init__(self, compute: Callable[..., Mapping[str, Any]], *args: Any) -> None:
-        self._compute, self._args = compute, args
+    def __init__(
+        self, compute: Callable[..., Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> None:
+        self._compute, self._args, self._kwargs = compute, args, kwargs
 
     @functools.cached_property
     def _table(self) -> dict[str, Any]:
-        return dict(self._compute(*self._args))
+        return dict(self._compute(*self._args, **self._kwargs))
 
     def __getitem__(self, name: str) -> Any:
         return self._table[name]

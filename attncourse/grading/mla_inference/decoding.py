@@ -177,7 +177,7 @@ def check_decode_forward(ns: StudentNamespace) -> None:
             y_t,
             mla_reference(x2, w, dims, rotate)[:, L0],
             VALUES_TOL,
-            Deferred(decode_mistakes, x2, w, dims, rotate, True),
+            Deferred(decode_mistakes, x2, w, dims, rotate, step=True),
             shape_cause="y_t is (B, D)",
         )
 

@@ -44,19 +44,14 @@ def reach(program: Program, name: str, skip: Iterable[str] = frozenset()) -> Rea
     """Everything the answer ``name`` reaches (``skip``: definitions graded elsewhere),
     resolved once per program: every check of a notebook reads the same result (the rules
     only read a Reach; the rule of the footprint evaluates bases on a passive one)."""
-    key = ("reach", name, frozenset(skip))
-    if key not in program.cache:
-        program.cache[key] = Reach(program, name, frozenset(skip))
-    return program.cache[key]
+    skip = frozenset(skip)
+    return program.once(("reach", name, skip), lambda: Reach(program, name, skip))
 
 
 def reach_cell(program: Program, index: int) -> Reach:
     """What the module-level code of cell ``index`` reaches (an answer cell as a whole),
     resolved once per program."""
-    key = ("cell", index)
-    if key not in program.cache:
-        program.cache[key] = Reach(program, None, cell=index)
-    return program.cache[key]
+    return program.once(("cell", index), lambda: Reach(program, None, cell=index))
 
 
 class Reach(Walk, Calls, Scopes, CallGraph, ReachState):

@@ -37,9 +37,7 @@ from .values import Lib, Value, text_of
 
 def tampering(program: Program) -> list[Finding]:
     """The tampering findings of ``program``'s student cells (computed once per program)."""
-    if "tampering" not in program.cache:
-        program.cache["tampering"] = _Tampering(program).findings
-    return program.cache["tampering"]
+    return program.once("tampering", lambda: _Tampering(program).findings)
 
 
 class _Tampering:

@@ -11,7 +11,7 @@ class's attributes (``self.x = ...`` in its methods, ``Cls.x = ...`` or ``setatt
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,8 +223,7 @@ class Program:
             for node in ast.walk(tree):
                 self.cell_of[node] = cell.index
             self.owner_of.update(enclosing_names(tree))
-        # what the rules computed from this program: its tampering, what each answer reaches
-        self.cache: dict[object, Any] = {}
+        self._computed: dict[object, Any] = {}  # what the rules derived from it (:meth:`once`)
         self._own: dict[ast.AST, list[ast.AST]] = {}
         self.module = Scope(None, None)
         self.scope_of_node: dict[ast.AST, Scope] = {}  # node -> the function scope of its code
@@ -240,6 +239,13 @@ class Program:
                 self._collect(tree, self.module, course=not cell.student)
         if all(cell.student for cell in self.cells):  # plain sources: the course's first cell
             self._collect(ast.parse(FIRST_CELL), self.module, course=True)
+
+    def once(self, key: object, compute: Callable[[], Any]) -> Any:
+        """``compute()``, called once per program and ``key``: what the rules derive from the
+        source (its tampering, what each answer reaches) is read by every check of a notebook."""
+        if key not in self._computed:
+            self._computed[key] = compute()
+        return self._computed[key]
 
     # --------------------------------------------------------------- binding tables
 
