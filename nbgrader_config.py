@@ -105,7 +105,13 @@ c.SandboxKernelManager.isolate_network = True
 c.SandboxKernelManager.drop_privileges = True
 # Kernels are forked from a server that imported these once (never the course's grading code).
 c.SandboxKernelManager.fork_server = True
-c.SandboxKernelManager.preload = ["torch", "numpy", "ipykernel.kernelapp", "matplotlib.pyplot"]
+c.SandboxKernelManager.preload = [
+    "torch",
+    "torch._inductor.config",  # torch.use_deterministic_algorithms (exec_lines above) imports it
+    "numpy",
+    "ipykernel.kernelapp",
+    "matplotlib.pyplot",
+]
 
 # An unreadable notebook (bad JSON) is graded as empty with the reason, not an aborted run.
 c.Autograde.exporter_class = "attncourse.tolerantexporter.TolerantNotebookExporter"

@@ -25,7 +25,12 @@ RUN_RECORDS = ".attncourse"  # in autograded/: each grading run's summary and lo
 # SandboxKernelManager and ResilientExecute, each defined there once; ``make limits`` lists them.
 # Modules the fork server imports once before forking kernels (never the course's grading code).
 # matplotlib.pyplot: every assignment draws; imported in each kernel it cost about 0.3 s of CPU.
-PRELOAD = ("torch", "numpy", "ipykernel.kernelapp", "matplotlib.pyplot")
+# torch._inductor.config: the kernel's first line (``exec_lines`` in nbgrader_config.py) calls
+# torch.use_deterministic_algorithms, which imports it, and with it torch._dynamo and sympy: 2.3 s
+# of CPU in every kernel, more than the cells of a whole at_scale notebook (py-spy on an
+# autograde of 23 at_scale notebooks: 38 % of the kernels' CPU). It starts no thread and touches
+# no GPU at import (tests/sandbox/test_gpu.py forks a kernel that initialises CUDA after it).
+PRELOAD = ("torch", "torch._inductor.config", "numpy", "ipykernel.kernelapp", "matplotlib.pyplot")
 
 # The grading process's own data limit (RLIMIT_DATA): a reply or a check that would need more
 # fails that check with a MemoryError instead of taking the worker down. A grading process
