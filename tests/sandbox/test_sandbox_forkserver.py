@@ -6,17 +6,20 @@ accepting the new launcher, it closed the new launcher's connection instead of t
 and that launcher exited as if its kernel had died ("died before replying to kernel_info").
 """
 
+import ast
 import json
 import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from sandboxkit import tempfile_dir
 
+from attncourse.course import ROOT, course_config
 from attncourse.sandbox.forkclient import read_line, send
 from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
@@ -89,3 +92,40 @@ def test_a_server_started_ahead_is_the_one_its_socket_gives():
     assert not servers._starting, "a running server was launched again"
     alone = ForkServers()
     assert alone.socket([]) and not alone._starting and alone._servers[()][0].poll() is None
+
+
+def _first_lines():
+    """The lines every grading kernel runs before the notebook (``IPKernelApp.exec_lines`` in
+    the course's ``nbgrader_config.py``)."""
+    (arg,) = [
+        a
+        for a in course_config(ROOT).Execute.extra_arguments
+        if a.startswith("--IPKernelApp.exec_lines=")
+    ]
+    return ast.literal_eval(arg.split("=", 1)[1])
+
+
+def _imported_by_first_lines(preload):
+    """The modules the kernel's first lines import in a process that imported ``preload``."""
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {list(preload)!r}:\n    importlib.import_module(name)\n"
+        "before = set(sys.modules)\n"
+        f"for line in {_first_lines()!r}:\n    exec(line, {{}})\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_kernels_first_lines_import_nothing_the_fork_server_did_not():
+    """A forked kernel's first lines (torch.use_deterministic_algorithms) import nothing new:
+    the server imported it. Without ``torch._inductor.config`` in the preload, the control,
+    they import torch._dynamo and sympy in every kernel (2.3 s of its CPU, stop 45)."""
+    preload = SandboxKernelManager(config=course_config(ROOT)).preload
+    assert _imported_by_first_lines(preload) == []
+    without = [name for name in preload if name != "torch._inductor.config"]
+    assert len(without) == len(preload) - 1
+    assert "torch._dynamo" in _imported_by_first_lines(without)
