@@ -2,6 +2,7 @@
 
 import os
 
+from attncourse.constants import PRELOAD
 from attncourse.plainfiles import Refusals
 from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.sparekernel import SpareKernel
@@ -103,15 +104,11 @@ c.SandboxKernelManager.enabled = True
 # No network for the kernel (a network namespace); as root, a fresh uid per kernel.
 c.SandboxKernelManager.isolate_network = True
 c.SandboxKernelManager.drop_privileges = True
-# Kernels are forked from a server that imported these once (never the course's grading code).
+# Kernels are forked from a server that imported these once (never the course's grading code):
+# torch, torch._inductor.config (torch.use_deterministic_algorithms in exec_lines above imports
+# it), numpy, ipykernel's kernel and pyplot, listed once in attncourse/constants.py.
 c.SandboxKernelManager.fork_server = True
-c.SandboxKernelManager.preload = [
-    "torch",
-    "torch._inductor.config",  # torch.use_deterministic_algorithms (exec_lines above) imports it
-    "numpy",
-    "ipykernel.kernelapp",
-    "matplotlib.pyplot",
-]
+c.SandboxKernelManager.preload = list(PRELOAD)
 
 # An unreadable notebook (bad JSON) is graded as empty with the reason, not an aborted run.
 c.Autograde.exporter_class = "attncourse.tolerantexporter.TolerantNotebookExporter"
