@@ -9,6 +9,7 @@ import contextlib
 import os
 import shlex
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,18 @@ def kernel_judge(run, km, kc, timeout=120):
     )
     ns = StudentNamespace(Session(pipe))
     return lambda work: pipe.judge(lambda: work(ns), execute)
+
+
+def shell_reply(kc, msg_id, timeout=30):
+    """The kernel's reply to the request ``msg_id``. Replies to other requests are skipped:
+    under load ``wait_for_ready`` sends kernel_info again each second and reads one reply, so
+    the others are still queued on the shell channel (CI, stop 46: a stale kernel_info reply
+    read as an execute's)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = run_sync(kc.get_shell_msg)(timeout=max(deadline - time.monotonic(), 0.001))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
 
 
 def kernel_output(kc, code, timeout=60):

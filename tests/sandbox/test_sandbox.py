@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from jupyter_core.utils import run_sync
-from sandboxkit import kernel_output, needs, sandboxed_kernel, tempfile_dir
+from sandboxkit import kernel_output, needs, sandboxed_kernel, shell_reply, tempfile_dir
 
 import attncourse
 from attncourse.course import ROOT
@@ -173,8 +173,7 @@ def test_fork_server_kernel_is_preloaded_interruptible_and_dies_with_its_launche
 
         time.sleep(2)
         run_sync(km.interrupt_kernel)()
-        reply = run_sync(kc.get_shell_msg)(timeout=30)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        reply = shell_reply(kc, msg_id, timeout=30)
         assert reply["content"]["ename"] == "KeyboardInterrupt"
         # Its working copy as cwd, and the pid file out of its sight.
         reply = run_sync(kc.execute_interactive)(
