@@ -30,7 +30,16 @@ RUN_RECORDS = ".attncourse"  # in autograded/: each grading run's summary and lo
 # of CPU in every kernel, more than the cells of a whole at_scale notebook (py-spy on an
 # autograde of 23 at_scale notebooks: 38 % of the kernels' CPU). It starts no thread and touches
 # no GPU at import (tests/sandbox/test_gpu.py forks a kernel that initialises CUDA after it).
-PRELOAD = ("torch", "torch._inductor.config", "numpy", "ipykernel.kernelapp", "matplotlib.pyplot")
+# ipykernel.debugger: every kernel imports its debugger as it starts (debugpy and pydevd, 130
+# modules, 0.1-0.4 s of CPU); importing it starts no thread.
+PRELOAD = (
+    "torch",
+    "torch._inductor.config",
+    "numpy",
+    "ipykernel.kernelapp",
+    "ipykernel.debugger",
+    "matplotlib.pyplot",
+)
 
 # The grading process's own data limit (RLIMIT_DATA): a reply or a check that would need more
 # fails that check with a MemoryError instead of taking the worker down. A grading process

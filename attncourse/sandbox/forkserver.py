@@ -122,6 +122,9 @@ def serve(path: str, preload: list[str]) -> None:
     # matplotlib reads its settings where it is imported: the server's own empty folder, as
     # each kernel's (MPLCONFIGDIR in its run folder), never the grader's home
     os.environ["MPLCONFIGDIR"] = os.path.join(os.path.dirname(path), "matplotlib")
+    # pydevd (ipykernel's debugger) warns at import that frozen modules may hide breakpoints:
+    # no one debugs a grading kernel, and the warning would reach the grader's log
+    os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     for name in preload:
         if not kernel_safe(name):
             print(f"forkserver: will not preload {name}: kernels may not hold it", file=sys.stderr)
