@@ -232,7 +232,7 @@ def graded(tmp_path_factory):
             check=False,
             quiet=True,
         )
-        status, results = grade(ASSIGNMENT, workers=2, course=course, nbgrader_args=())
+        status, results = grade(ASSIGNMENT, workers=2, course=course)
         plain_run.result()
     listener.close()
     yield {

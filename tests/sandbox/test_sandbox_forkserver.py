@@ -105,19 +105,30 @@ def _first_lines():
     return ast.literal_eval(arg.split("=", 1)[1])
 
 
-def _imported_by_first_lines(preload):
-    """The modules the kernel's first lines import in a process that imported ``preload``."""
+def _after_preload(preload, lines):
+    """What ``lines`` leave in ``result`` (as JSON) in a fresh process that imported the fork
+    server's own modules and ``preload``, as a server does before it forks."""
     code = (
         "import importlib, json, sys\n"
+        "import attncourse.sandbox.forkserver\n"
         f"for name in {list(preload)!r}:\n    importlib.import_module(name)\n"
-        "before = set(sys.modules)\n"
-        f"for line in {_first_lines()!r}:\n    exec(line, {{}})\n"
-        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+        f"{lines}\n"
+        "print(json.dumps(result))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
     )
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def _imported_by_first_lines(preload):
+    """The modules the kernel's first lines import in a process that imported ``preload``."""
+    return _after_preload(
+        preload,
+        "before = set(sys.modules)\n"
+        f"for line in {_first_lines()!r}:\n    exec(line, {{}})\n"
+        "result = sorted(set(sys.modules) - before)",
+    )
 
 
 def test_the_kernels_first_lines_import_nothing_the_fork_server_did_not():
@@ -133,16 +144,7 @@ def test_the_kernels_first_lines_import_nothing_the_fork_server_did_not():
 
 def _server_modules(preload):
     """The modules a fork server for ``preload`` holds when it forks a kernel."""
-    code = (
-        "import importlib, json, sys\n"
-        "import attncourse.sandbox.forkserver\n"
-        f"for name in {list(preload)!r}:\n    importlib.import_module(name)\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
-    )
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return set(_after_preload(preload, "result = sorted(sys.modules)"))
 
 
 def _imported_by_kernel_start(preload):
