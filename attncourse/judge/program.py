@@ -10,6 +10,8 @@ class's attributes (``self.x = ...`` in its methods, ``Cls.x = ...`` or ``setatt
 from __future__ import annotations
 
 import ast
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +74,83 @@ MAGIC_NESTING = 4
 
 def python_source(text: str, nesting: int = 0) -> ast.Module | None:
     """A cell's text as Python (IPython magics turned into calls), parsed; None if it cannot be
-    (deeper than Python's own parser or recursion goes included)."""
+    (deeper than Python's own parser or recursion goes included). The tree may be one
+    :func:`parsed_cell` keeps: read it, never change it."""
+    if nesting == 0:
+        parsed = parsed_cell(text)
+        return parsed.tree if parsed is not None else None
+    return _python_source(text, nesting)
+
+
+@dataclass(frozen=True)
+class ParsedCell:
+    """A cell's tree (:func:`python_source`), its nodes in :func:`ast.walk` order, and each
+    node inside a ``def`` or ``class`` -> its qualified name (:func:`enclosing_names`)."""
+
+    tree: ast.Module
+    nodes: tuple[ast.AST, ...]
+    owners: dict[ast.AST, str]
+
+
+# What the parsed cells kept by one process may hold, in characters of their texts (a tree takes
+# 70-250 bytes per character: at most about 130 MB however hostile the cells), and the longest
+# text kept (the course's longest cell, mla_inference's timing lab, has 8,231).
+KEPT_TEXT = 16_000
+KEPT_TOTAL = 512_000
+
+
+class _Kept:
+    """A memo of :func:`_parse_cell`, as ``functools.lru_cache`` but bounded by the characters
+    of the texts it holds (what a tree costs grows with its text, not with the entries)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._parsed: OrderedDict[str, ParsedCell] = OrderedDict()  # least recent first
+        self._held = 0
+        self._lock = threading.Lock()  # the judge's thread and the grader's read it
+
+    def parsed(self, text: str) -> ParsedCell | None:
+        with self._lock:
+            parsed = self._parsed.get(text)
+            if parsed is not None:
+                self._parsed.move_to_end(text)
+                return parsed
+        parsed = _parse_cell(text)
+        if parsed is None:
+            return None  # not kept: a MemoryError need not recur
+        with self._lock:
+            if text not in self._parsed:
+                self._parsed[text] = parsed
+                self._held += len(text)
+            while self._held > self.total:
+                self._held -= len(self._parsed.popitem(last=False)[0])
+        return parsed
+
+
+_KEPT = _Kept(KEPT_TOTAL)
+
+
+def parsed_cell(text: str, fresh: bool = False) -> ParsedCell | None:
+    """``text`` parsed as :func:`python_source` parses it, or None. A grading process reads the
+    same texts again and again (each cell by the limits and every rule; the course's own cells,
+    and a test table's, for every notebook), so a text of up to ``KEPT_TEXT`` characters is
+    parsed once and its tree shared, the least recently read let go past ``KEPT_TOTAL``
+    characters; nothing changes a tree after parsing (tests/grading/test_assignments.py checks
+    that judging leaves every kept one as it was). ``fresh``: a tree of its own (a program
+    that holds the same text twice)."""
+    if fresh or len(text) > KEPT_TEXT:
+        return _parse_cell(text)
+    return _KEPT.parsed(text)
+
+
+def _parse_cell(text: str) -> ParsedCell | None:
+    tree = _python_source(text, 0)
+    if tree is None:
+        return None
+    return ParsedCell(tree, tuple(ast.walk(tree)), enclosing_names(tree))
+
+
+def _python_source(text: str, nesting: int) -> ast.Module | None:
     tree = cell_tree(text)  # the cell's own lines
     if tree is None:
         return None
@@ -209,19 +287,21 @@ class Program:
 
     def __init__(self, cells: Iterable[str | CodeCell]) -> None:
         self.cells = as_cells(cells)
-        self.trees = {}
-        self.cell_of = {}
+        self.trees: dict[int, ast.Module] = {}
+        self.cell_of: dict[ast.AST, int] = {}
         self.owner_of = {}  # node -> the def/class it sits in ("MyMHA.forward")
         for cell in self.cells:
             if cell.test:
                 continue
-            tree = python_source(cell.source)
-            if tree is None:
+            parsed = parsed_cell(cell.source)
+            if parsed is None:
                 continue
-            self.trees[cell.index] = tree
-            for node in ast.walk(tree):
-                self.cell_of[node] = cell.index
-            self.owner_of.update(enclosing_names(tree))
+            if parsed.tree in self.trees.values():  # the same text twice: its nodes are keys
+                parsed = parsed_cell(cell.source, fresh=True)
+                assert parsed is not None
+            self.trees[cell.index] = parsed.tree
+            self.cell_of.update(dict.fromkeys(parsed.nodes, cell.index))
+            self.owner_of.update(parsed.owners)
         self._computed: dict[object, Any] = {}  # what the rules derived from it (:meth:`once`)
         self._own: dict[ast.AST, list[ast.AST]] = {}
         self.module = Scope(None, None)

@@ -17,6 +17,7 @@ Two layers over each table:
   runs side by side).
 """
 
+import ast
 import contextlib
 import time
 from pathlib import Path
@@ -39,6 +40,8 @@ from casetable import (
 from attncourse.cells import grade_id, is_answer, is_test_cell
 from attncourse.course import ROOT, assignments, notebook_path
 from attncourse.judge import verdict
+from attncourse.judge.program import parsed_cell
+from devtools.submissions import solution_submission
 
 HERE = Path(__file__).parent
 ASSIGNMENTS = assignments()
@@ -242,6 +245,28 @@ def test_release_stubs_earn_no_autograded_point_in_process(assignment):
     verdicts = table.judge(Case("release", "stubs", release_stubs(assignment)), table.tests)
     assert set(verdicts) == set(table.tests)
     assert all(verdicts.values()), [t for t, error in verdicts.items() if error is None]
+
+
+@pytest.mark.parametrize("assignment", TABLES)
+def test_judging_leaves_every_parsed_cell_as_it_was(assignment):
+    """The judge keeps each cell's tree (``parsed_cell``) and shares it among every reader
+    of that text: judging the solution on every test changes none of them. The control: a
+    change to a kept tree is what the comparison sees."""
+    notebook = solution_submission(ROOT, assignment)
+    texts = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    kept = {text: parsed_cell(text) for text in texts}
+    kept = {text: parsed for text, parsed in kept.items() if parsed is not None}
+    before = {text: ast.dump(p.tree, include_attributes=True) for text, p in kept.items()}
+    table = TABLES[assignment]
+    assert not any(table.judge(Case("solution", "as given", {}), table.tests).values())
+    for text, parsed in kept.items():
+        assert parsed_cell(text) is parsed, "the cache let a cell go: this compares nothing"
+        assert ast.dump(parsed.tree, include_attributes=True) == before[text], text[:200]
+    text = next(iter(kept))
+    control = parsed_cell(text, fresh=True)  # a tree of its own, changed: the dump differs
+    assert control.tree is not kept[text].tree
+    assert ast.dump(control.tree, include_attributes=True) == before[text]
+    assert ast.dump(ast.increment_lineno(control.tree, 1), include_attributes=True) != before[text]
 
 
 @pytest.mark.parametrize("assignment", TABLES)

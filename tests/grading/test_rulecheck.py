@@ -297,6 +297,7 @@ ALLOWED_IMPORTS = {
     "importlib",
     "re",
     "sys",
+    "threading",  # the lock of program.py's memo of parsed cells
     "__future__",
     "IPython",
     "numpy",
