@@ -2,7 +2,7 @@
 
 import os
 
-from attncourse.constants import KERNEL_SETUP, PRELOAD
+from attncourse.constants import PRELOAD
 from attncourse.plainfiles import Refusals
 from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.sparekernel import SpareKernel
@@ -80,12 +80,12 @@ c.ResilientExecute.spare = SpareKernel()
 
 # The kernel loads nothing of the course: hidden tests run in the grader's process (attncourse.judge).
 # It computes as deterministically as PyTorch allows (no TF32, deterministic kernels, a fixed cuBLAS
-# workspace; KERNEL_SETUP in attncourse/constants.py); no check relies on it: the judge compares
-# in float64 with measured tolerances.
+# workspace); no check relies on it: the judge compares in float64 with measured tolerances.
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
-    f"--IPKernelApp.exec_lines={[KERNEL_SETUP]!r}",
+    "--IPKernelApp.exec_lines=['import torch as _t; _t.use_deterministic_algorithms(True, warn_only"
+    "=True); _t.backends.cuda.matmul.allow_tf32 = False; _t.backends.cudnn.allow_tf32 = False; del _t']",
 ]
 
 # Students may not edit the question, setup and test cells.
@@ -105,7 +105,8 @@ c.SandboxKernelManager.enabled = True
 c.SandboxKernelManager.isolate_network = True
 c.SandboxKernelManager.drop_privileges = True
 # Kernels are forked from a server that imported these once (never the course's grading code):
-# torch, numpy, ipykernel's kernel and debugger, and pyplot, listed once in attncourse/constants.py.
+# torch, torch._inductor.config (torch.use_deterministic_algorithms in exec_lines above imports
+# it), numpy, ipykernel's kernel and pyplot, listed once in attncourse/constants.py.
 c.SandboxKernelManager.fork_server = True
 c.SandboxKernelManager.preload = list(PRELOAD)
 

@@ -23,27 +23,22 @@ RUN_RECORDS = ".attncourse"  # in autograded/: each grading run's summary and lo
 
 # The limits of a kernel and of a notebook are traits (tagged ``limit``) of
 # SandboxKernelManager and ResilientExecute, each defined there once; ``make limits`` lists them.
-
-# What every grading kernel runs before the notebook (``IPKernelApp.exec_lines`` in
-# nbgrader_config.py): it computes as deterministically as PyTorch allows. This is
-# torch.use_deterministic_algorithms(True, warn_only=True) without its first line, an import of
-# torch._inductor.config (and with it torch._dynamo and sympy: 2.3 s of CPU in every kernel, or
-# 2.6 s in every fork server that preloads it): the environment variable gives inductor's
-# ``deterministic`` the same value if anything imports it later (torch.compile is refused by the
-# footprint rule). tests/unit/test_upstream.py fails, naming torch's version, if
-# use_deterministic_algorithms ever does more than these two things.
-KERNEL_SETUP = (
-    "import os as _o, torch as _t; _o.environ['TORCHINDUCTOR_DETERMINISTIC'] = '1'; "
-    "_t._C._set_deterministic_algorithms(True, warn_only=True); "
-    "_t.backends.cuda.matmul.allow_tf32 = False; _t.backends.cudnn.allow_tf32 = False; del _o, _t"
-)
-
 # Modules the fork server imports once before forking kernels (never the course's grading code).
 # matplotlib.pyplot: every assignment draws; imported in each kernel it cost about 0.3 s of CPU.
+# torch._inductor.config: the kernel's first line (``exec_lines`` in nbgrader_config.py) calls
+# torch.use_deterministic_algorithms, which imports it, and with it torch._dynamo and sympy: 2.3 s
+# of CPU in every kernel, more than the cells of a whole at_scale notebook (py-spy on an
+# autograde of 23 at_scale notebooks: 38 % of the kernels' CPU). It starts no thread and touches
+# no GPU at import (tests/sandbox/test_gpu.py forks a kernel that initialises CUDA after it).
+# Kernels need torch._dynamo even without that line: torch.optim's optimizers import it when the
+# first one is made (torch._compile._disable_dynamo), as attention_at_scale's training part does
+# in every kernel; stop 47 set the deterministic mode without the import and left the server 2.3 s
+# cheaper to start, and each at_scale kernel 2.3 s dearer (make test's CPU unchanged): reverted.
 # ipykernel.debugger: every kernel imports its debugger as it starts (debugpy and pydevd, 130
 # modules, 0.1-0.4 s of CPU); importing it starts no thread.
 PRELOAD = (
     "torch",
+    "torch._inductor.config",
     "numpy",
     "ipykernel.kernelapp",
     "ipykernel.debugger",

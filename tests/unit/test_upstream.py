@@ -158,22 +158,3 @@ def test_importing_nbformat_compiles_no_iri_grammar():
     )
     fmt = Path(importlib.util.find_spec("jsonschema._format").origin).read_text()
     assert "from rfc3987_syntax import" in fmt  # what jsonschema imports when it is there
-
-
-def test_the_kernels_setup_is_torchs_deterministic_switch_without_its_import():
-    """``KERNEL_SETUP`` does what ``torch.use_deterministic_algorithms(True, warn_only=True)``
-    does (inductor's ``deterministic`` and torch's own switch) without importing
-    torch._inductor.config; if torch's function does anything else, the setup must follow."""
-    import torch
-
-    body = ast.parse(inspect.getsource(torch.use_deterministic_algorithms)).body[0].body
-    docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-    code = [ast.unparse(stmt) for stmt in body[docstring:]]
-    assert code == [
-        "import torch._inductor.config as inductor_config",
-        "inductor_config.deterministic = mode",
-        "_C._set_deterministic_algorithms(mode, warn_only=warn_only)",
-    ], (
-        f"torch {torch.__version__} changed use_deterministic_algorithms: compare KERNEL_SETUP "
-        f"in attncourse/constants.py with it again; it now runs {code}"
-    )
