@@ -19,7 +19,14 @@ from attncourse.judge.channel import PipeChannel
 from attncourse.judge.remote import Session, StudentNamespace
 from attncourse.preprocessors.resilientexecute import ResilientExecute
 from attncourse.sandbox.filesystem import JUDGE_SOCKET
+from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
+
+# This test process's fork servers, one per preload list, for the kernels its tests start. A
+# SandboxKernelManager (or ResilientExecute) made alone starts a server of its own and keeps it
+# until the process exits: in stop 47's make test one xdist worker held 26 idle servers at once
+# (about 270 MB each, and each 4.7 s of CPU to start). A test about the servers passes its own.
+SERVERS = ForkServers()
 
 
 def tempfile_dir():
@@ -36,7 +43,7 @@ def sandboxed_kernel(**traits):
     root = Path(tempfile_dir())
     (root / "work").mkdir()
     (root / "run").mkdir()
-    km = SandboxKernelManager(**traits)
+    km = SandboxKernelManager(**{"fork_servers": SERVERS, **traits})
     km.use_run_dir(root / "run")
     try:
         with started(km, root / "work") as kc:

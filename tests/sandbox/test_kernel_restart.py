@@ -9,6 +9,7 @@ dropping it as an error. The control: the same notebook with a replacement that 
 
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from sandboxkit import SERVERS
 
 from attncourse.constants import METADATA_KEY
 from attncourse.preprocessors.resilientexecute import ResilientExecute
@@ -35,7 +36,7 @@ def _run(execute, tmp_path):
 
 
 def test_a_replacement_kernel_that_fails_to_start_costs_only_the_cells_after(tmp_path):
-    execute = ResilientExecute()
+    execute = ResilientExecute(fork_servers=SERVERS)
     starts = []
     start = execute.start_new_kernel
 
@@ -57,7 +58,7 @@ def test_a_replacement_kernel_that_fails_to_start_costs_only_the_cells_after(tmp
 
 
 def test_control_a_replacement_that_starts_runs_the_cells_after(tmp_path):
-    nb, record = _run(ResilientExecute(), tmp_path)
+    nb, record = _run(ResilientExecute(fork_servers=SERVERS), tmp_path)
     assert nb.cells[1].outputs[0]["ename"] == "KernelDied"
     assert [o.get("text") for o in nb.cells[2].outputs] == ["2\n"]
     assert [f["fault"] for f in record.faults] == ["kernel died"]
@@ -94,7 +95,7 @@ def _forging(forge):
 @pytest.mark.parametrize("forge", [True, False], ids=["forged_signature", "control"])
 def test_a_message_of_a_wrong_signature_costs_only_its_cell(tmp_path, forge):
     resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"assignment": "toy"}}
-    nb, resources = ResilientExecute().preprocess(_forging(forge), resources)
+    nb, resources = ResilientExecute(fork_servers=SERVERS).preprocess(_forging(forge), resources)
     record = resources[METADATA_KEY]
     assert [o.get("text") for o in nb.cells[2].outputs] == ["2\n"]  # ran, with cell 1 replayed
     if not forge:

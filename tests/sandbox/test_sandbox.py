@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 from jupyter_core.utils import run_sync
-from sandboxkit import kernel_output, needs, sandboxed_kernel, shell_reply, tempfile_dir
+from sandboxkit import (
+    SERVERS,
+    kernel_output,
+    needs,
+    sandboxed_kernel,
+    shell_reply,
+    tempfile_dir,
+)
 
 import attncourse
 from attncourse.course import ROOT
@@ -68,7 +75,7 @@ def probed(tmp_path_factory):
     work.mkdir()
     run.mkdir()
     (work / "data.csv").write_text("1,2\n")
-    km = SandboxKernelManager(file_size_mb=2)
+    km = SandboxKernelManager(file_size_mb=2, fork_servers=SERVERS)
     km.use_run_dir(run)
     spec = km.spec(work)
     package = Path(attncourse.__file__)
@@ -190,7 +197,7 @@ def test_an_unreachable_fork_server_costs_only_time(tmp_path):
     work, run = root / "work", root / "run"
     work.mkdir()
     run.mkdir()
-    km = SandboxKernelManager()
+    km = SandboxKernelManager(fork_server=False)  # its spec then names no server: this one
     km.use_run_dir(run)
     spec = dict(km.spec(work), fork_server=str(tmp_path / "no-server"))
     cmd = [sys.executable, "-c", "print('started')"]
