@@ -25,7 +25,7 @@ from attncourse.sandbox.kernelmanager import SandboxKernelManager
 # This test process's fork servers, one per preload list, for the kernels its tests start. A
 # SandboxKernelManager (or ResilientExecute) made alone starts a server of its own and keeps it
 # until the process exits: in stop 47's make test one xdist worker held 26 idle servers at once
-# (about 270 MB each, and each 4.7 s of CPU to start). A test about the servers passes its own.
+# (about 270 MB each, and each about 7 s of CPU to start). A test about the servers passes its own.
 SERVERS = ForkServers()
 
 
