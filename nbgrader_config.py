@@ -74,8 +74,9 @@ c.CourseDirectory.assignment_id = ""
 # c.SubmissionLimits.max_parse_depth = 100
 # --- end of limits
 # One fork server (torch imported once) and one spare kernel per nbgrader command, shared by its
-# notebooks (attncourse grade's grading processes pass their own, shared by their students).
-c.ResilientExecute.fork_servers = ForkServers()
+# notebooks (attncourse grade's grading processes pass their own, shared by their students); the
+# server the process that started this command handed down, if any (ForkServers.inherited).
+c.ResilientExecute.fork_servers = ForkServers.inherited()
 c.ResilientExecute.spare = SpareKernel()
 
 # The kernel loads nothing of the course: hidden tests run in the grader's process (attncourse.judge).

@@ -1,5 +1,6 @@
 """Shared pytest set-up: run nbgrader's helpers (alembic) from this venv; torch's threads
-shared out among parallel test workers; one cache of generated scratch courses per run; the
+shared out among parallel test workers; one cache of generated scratch courses per run; one
+fork server per test process, handed down to the graders its tests start; the
 fixtures several modules use (the graded toy course, the demo class, a Dask cluster, the
 classroom and its hub)."""
 
@@ -19,10 +20,12 @@ import psutil
 import pytest
 import torch
 from classroomkit import make_classroom, remove_classroom
+from sandboxkit import SERVERS
 from toy_course import graded_course
 
-from attncourse.constants import threads_per_kernel
+from attncourse.constants import PRELOAD, threads_per_kernel
 from attncourse.course import venv_path
+from attncourse.sandbox.forkclient import FORK_SERVER_ENV
 from devtools.generated import CACHE
 
 os.environ["PATH"] = venv_path()
@@ -40,6 +43,7 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
         os.environ.setdefault(name, str(THREADS))
 
 DASK = str(Path(sys.executable).with_name("dask"))
+HEAVY = ("slow", "kernel", "browser")  # the marks of the tests that start kernels
 GENERATED = pytest.StashKey[str]()
 
 
@@ -51,12 +55,25 @@ def pytest_configure(config):
         os.environ[CACHE] = config.stash[GENERATED]
 
 
+def pytest_collection_finish(session):
+    """Each process that runs tests which start kernels starts the course's fork server once
+    and hands it down to every grader those tests start (ForkServers.handed_down): stop 47's
+    make test ran 26 nbgrader autogrades and 57 grading processes, each starting a server of
+    its own (about 7 s of CPU each). The tests of the servers themselves, and an unprivileged
+    grader, start their own; make test-fast starts none."""
+    config = session.config
+    runs_tests = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", 0)
+    kernels = any(item.get_closest_marker(m) for item in session.items for m in HEAVY)
+    if runs_tests and kernels and not config.option.collectonly:
+        if FORK_SERVER_ENV not in os.environ:
+            os.environ[FORK_SERVER_ENV] = SERVERS.handed_down(PRELOAD)
+
+
 def pytest_collection_modifyitems(items):
     """The slow tests first (``make test`` keeps the collection's order, ``--no-loadscope-reorder``):
     the xdist workers start on the long groups and end on short tests that even out their
     finish, instead of one worker grading a class while the other has nothing left."""
-    heavy = ("slow", "kernel", "browser")
-    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in heavy))
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in HEAVY))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,6 +10,12 @@ import os
 import signal
 import socket
 
+# The environment variable through which a process hands its fork server down to the graders it
+# starts (:meth:`attncourse.sandbox.forkstart.ForkServers.handed_down`; the test suite does): a
+# JSON object of the server's preload list, pid and socket. No kernel gets it (the launcher
+# drops it from the kernel's environment).
+FORK_SERVER_ENV = "ATTNCOURSE_FORK_SERVER"
+
 
 def send(conn: socket.socket, message: dict) -> None:
     """Send one message; a peer that is gone is no error (the other side notices)."""

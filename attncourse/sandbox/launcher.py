@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 from attncourse.sandbox.cgroups import create_cgroup, join_cgroup, remove_cgroup
 from attncourse.sandbox.filesystem import hide_filesystem
-from attncourse.sandbox.forkclient import launch_via
+from attncourse.sandbox.forkclient import FORK_SERVER_ENV, launch_via
 from attncourse.sandbox.linux import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -217,8 +217,11 @@ def _run_kernel(spec, cmd, start, limits, uid, log):
         os.dup2(log, 2)
         os.close(log)
         os.chdir(spec["work"])
-        # JPY_PARENT_PID names a process the kernel cannot see from its PID namespace.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("JPY_")}
+        # JPY_PARENT_PID names a process the kernel cannot see from its PID namespace, and
+        # FORK_SERVER_ENV a socket in a folder the sandbox hides.
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith("JPY_") and k != FORK_SERVER_ENV
+        }
         env.update(
             HOME=spec["work"],
             TMPDIR="/tmp",

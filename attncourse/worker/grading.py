@@ -31,7 +31,7 @@ class Grader:
     every student's autograde) and the count of students it graded."""
 
     def __init__(self) -> None:
-        self.fork_servers = ForkServers()
+        self.fork_servers = ForkServers.inherited()
         self.spare = SpareKernel()
         self.graded = 0
 

@@ -125,12 +125,16 @@ def test_a_killed_graders_folders_are_removed_and_a_live_ones_kept(tmp_path, mon
     assert not any(os.path.exists(p) for p in dead)
 
 
-def test_the_fork_server_is_launched_ahead_only_from_a_config_that_reads(tmp_path):
+def test_the_fork_server_is_launched_ahead_only_from_a_config_that_reads(tmp_path, monkeypatch):
     """A grading process launches its course's fork server before autograde starts
     (``Grader._start_fork_server``). A course config that cannot be read launches nothing and
     raises nothing there (autograde then reports it as that student's error); the control,
-    the course's own config, launches one server for its preloaded modules."""
+    the course's own config, launches one server for its preloaded modules. (A grading process
+    given no server by the process that started it: the test suite hands its own down.)"""
     from attncourse.course import ROOT, course_config
+    from attncourse.sandbox.forkclient import FORK_SERVER_ENV
+
+    monkeypatch.delenv(FORK_SERVER_ENV, raising=False)
     from attncourse.sandbox.forkstart import _stop
     from attncourse.sandbox.kernelmanager import SandboxKernelManager
     from attncourse.worker.grading import Grader

@@ -20,7 +20,7 @@ import pytest
 from sandboxkit import kernel_output, sandboxed_kernel, tempfile_dir
 
 from attncourse.course import ROOT, course_config
-from attncourse.sandbox.forkclient import read_line, send
+from attncourse.sandbox.forkclient import FORK_SERVER_ENV, read_line, send
 from attncourse.sandbox.forkstart import ForkServers
 from attncourse.sandbox.kernelmanager import SandboxKernelManager
 
@@ -183,3 +183,79 @@ def test_a_forked_kernel_imports_at_its_start_only_what_the_server_could_not_spa
     assert len(without) == len(preload) - 1
     control = _imported_by_kernel_start(without)
     assert "debugpy" in control and len(control) > OWN_IMPORTS, control
+
+
+# A grader started by this process (nbgrader autograde, a grading process): which server its
+# ForkServers.inherited() forks kernels from for the preload [] (printed), and whether it started
+# one of its own (the socket is then in a folder of its own).
+_GRADER = (
+    "from attncourse.sandbox.forkstart import ForkServers\n"
+    "servers = ForkServers.inherited()\n"
+    "print(servers.socket([]), () in servers._servers)\n"
+    "servers.close()\n"
+)
+
+
+def _grader_socket(handed: str | None) -> tuple[str, bool]:
+    env = {k: v for k, v in os.environ.items() if k != FORK_SERVER_ENV}
+    if handed is not None:
+        env[FORK_SERVER_ENV] = handed
+    out = subprocess.run(
+        [sys.executable, "-c", _GRADER], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    path, own = out.stdout.split()
+    return path, own == "True"
+
+
+def test_a_grader_forks_from_the_server_handed_down_and_starts_none_of_its_own():
+    """The test suite hands its server down to the graders it starts (tests/conftest.py); a
+    grader uses it while it is this user's alone and alive, and otherwise starts its own.
+    Controls: no server handed down, one whose folder others may enter, one that is gone, one
+    for other modules, and a value that is not the hand-down's."""
+    servers = ForkServers()
+    try:
+        handed = servers.handed_down([])
+        path = json.loads(handed)["socket"]
+        assert _grader_socket(handed) == (path, False)
+        assert servers.socket([]) == path  # the same server, ready, in this process too
+        assert _grader_socket(None)[1], "no server handed down: the grader starts its own"
+        other = json.dumps({**json.loads(handed), "preload": ["json"]})
+        got, own = _grader_socket(other)  # the grader's preload is []: not the one handed down
+        assert own and got != path
+        os.chmod(os.path.dirname(path), 0o711)
+        try:
+            got, own = _grader_socket(handed)
+            assert own and got != path, "a folder others may enter was trusted"
+        finally:
+            os.chmod(os.path.dirname(path), 0o700)
+        assert _grader_socket("not json")[1]
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        got, own = _grader_socket(json.dumps({**json.loads(handed), "pid": gone.pid}))
+        assert own and got != path, "a server that is gone was used"
+    finally:
+        servers.close()
+
+
+def test_a_kernel_forked_from_a_handed_down_server_does_not_see_the_hand_down():
+    """The launcher drops FORK_SERVER_ENV from the kernel's environment (it names a socket in
+    a folder the sandbox hides); the control: another variable of the grader's arrives."""
+    servers = ForkServers()
+    os.environ[FORK_SERVER_ENV], before = servers.handed_down([]), os.environ.get(FORK_SERVER_ENV)
+    os.environ["ATTNCOURSE_PROBE"] = "seen"
+    try:
+        with sandboxed_kernel(preload=[], fork_servers=servers, cgroup_memory_mb=0) as (_, _, kc):
+            reply, text = kernel_output(
+                kc, "import os; print(sorted(k for k in os.environ if 'ATTNCOURSE' in k))"
+            )
+    finally:
+        del os.environ["ATTNCOURSE_PROBE"]
+        if before is None:
+            del os.environ[FORK_SERVER_ENV]
+        else:
+            os.environ[FORK_SERVER_ENV] = before
+        servers.close()
+    assert reply["status"] == "ok", reply
+    seen = ast.literal_eval(text.splitlines()[-1])
+    assert "ATTNCOURSE_PROBE" in seen and FORK_SERVER_ENV not in seen, seen
