@@ -130,7 +130,8 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.OverwriteCells",
     # after it: the provided cell draws the numbers of the id the notebook is graded under
     "attncourse.preprocessors.pininstance.PinInstance",
-    "nbgrader.preprocessors.CheckCellMetadata",
+    # nbgrader's check of the cells' metadata, the schema checked once, not once per cell
+    "attncourse.preprocessors.checkmetadata.CheckMetadata",
 ]
 # Before autograde copies a student's folder: remove its symlinks and special files, never followed
 # (one record of them per command, which RefuseSpecialFiles writes into each notebook).
@@ -159,7 +160,8 @@ c.Autograde.autograde_preprocessors = [
     # graders-only cell under each written answer
     "attncourse.preprocessors.insertmarkscheme.InsertMarkScheme",
     "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
+    # nbgrader's check of the cells' metadata, the schema checked once, not once per cell
+    "attncourse.preprocessors.checkmetadata.CheckMetadata",
 ]
 # Feedback shows each test's result and message, never hidden-test source, tracebacks or mark schemes.
 c.GenerateFeedback.preprocessors = [

@@ -84,10 +84,10 @@ PRIVATE = (
     ),
 )
 
-# Public methods of upstream that the course replaces by its own in the one process that needs
-# it, each with a digest of the upstream source its replacement was checked against
-# (tests/pipeline/test_gradebook_view.py): a change upstream fails tests/unit/test_upstream.py
-# until the replacement is checked again.
+# Public methods of upstream that the course replaces by its own (in the one process that needs
+# it, or in a subclass), each with a digest of the upstream source its replacement was checked
+# against (the test each names): a change upstream fails tests/unit/test_upstream.py until the
+# replacement is checked again.
 REPLACED = (
     Private(
         "nbgrader",
@@ -95,12 +95,46 @@ REPLACED = (
         "notebook_submission_dicts",
         ("self", "notebook_id", "assignment_id"),
         "list a notebook's submissions in formgrader in time linear in the class "
-        "(attncourse.gradebookview, loaded as a server extension by formgrader's server)",
+        "(attncourse.gradebookview, loaded as a server extension by formgrader's server; "
+        "compared in tests/pipeline/test_gradebook_view.py)",
+    ),
+    Private(
+        "nbgrader",
+        "nbgrader.nbgraderformat.common.BaseMetadataValidator",
+        "validate_cell",
+        ("self", "cell"),
+        "check a cell's nbgrader metadata with the schema checked once per notebook "
+        "(attncourse.preprocessors.checkmetadata; compared in tests/unit/test_checkmetadata.py)",
+    ),
+    Private(
+        "nbgrader",
+        "nbgrader.nbgraderformat.v3.MetadataValidatorV3",
+        "validate_cell",
+        ("self", "cell"),
+        "run the schema step first, then nbgrader's own rules, through super() "
+        "(attncourse.preprocessors.checkmetadata.OnceCheckedValidator's class order)",
+    ),
+    Private(
+        "nbgrader",
+        "nbgrader.preprocessors.checkcellmetadata.CheckCellMetadata",
+        "preprocess",
+        ("self", "nb", "resources"),
+        "log and raise as nbgrader does when a notebook does not validate "
+        "(attncourse.preprocessors.checkmetadata.CheckMetadata)",
     ),
 )
 REPLACED_SOURCE = {
     "nbgrader.api.Gradebook.notebook_submission_dicts": (
         "9ed7d9acc84d43c513e8dcadf1dd3abe2f9fd51ac024d4ff963849a8edeb609c"
+    ),
+    "nbgrader.nbgraderformat.common.BaseMetadataValidator.validate_cell": (
+        "e5f97f45a9aba510674c72eb1d7246f297175e2f1bd1193a03494f6071af3265"
+    ),
+    "nbgrader.nbgraderformat.v3.MetadataValidatorV3.validate_cell": (
+        "53eb5b8ac9370fed677c93bbb2539a7f6779c17bef9fefe43c12085943d5c7ec"
+    ),
+    "nbgrader.preprocessors.checkcellmetadata.CheckCellMetadata.preprocess": (
+        "f8dfe8c496d03e526c73f55837efef711749488700fe21e046e3e9d5be65550c"
     ),
 }
 

@@ -64,7 +64,7 @@ def test_each_replaced_method_is_the_upstream_code_its_replacement_was_checked_a
     digest = hashlib.sha256(inspect.getsource(method).encode()).hexdigest()
     assert digest == REPLACED_SOURCE[f"{replaced.owner}.{replaced.name}"], (
         f"upstream changed the code of {where}, which the course replaces to {replaced.why}: "
-        "compare the replacement with it again (tests/pipeline/test_gradebook_view.py) and "
+        "compare the replacement with it again (the test its entry names) and "
         "record the new digest in attncourse.upstream.REPLACED_SOURCE"
     )
 
