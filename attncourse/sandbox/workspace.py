@@ -3,6 +3,7 @@ directory (sockets, connection file, the launcher's record)."""
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,5 +29,15 @@ class Workspace:
             for path in [self.work, *self.work.rglob("*")]:
                 os.lchown(path, uid, uid)
 
-    def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+    def remove(self, patience_s: float = 5.0) -> None:
+        """Remove both directories. A kernel just killed may still write in them for a moment
+        (one forked from a server this process does not own dies when that server sees its
+        launcher gone, up to 0.2 s later; a spare kernel killed while starting writes its
+        IPython and matplotlib folders): removal is tried again until nothing is left, for at
+        most ``patience_s``."""
+        deadline = time.monotonic() + patience_s
+        while True:
+            shutil.rmtree(self.root, ignore_errors=True)
+            if not os.path.lexists(self.root) or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)

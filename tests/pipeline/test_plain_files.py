@@ -310,6 +310,7 @@ _OTHER_PURPOSES = {
     "attncourse/lms.py": "reads a zip member's link target (kind_of refuses the member)",
     "attncourse/sandbox/filesystem.py": "the kernel's mounts (kernel side: imports nothing else)",
     "attncourse/sandbox/tempdirs.py": "the grader's own stale folders: a link is never removed",
+    "attncourse/sandbox/forkstart.py": "a handed-down fork server's socket, used only when it is one",
 }
 
 
