@@ -56,8 +56,7 @@ class ForkServers:
 
     def handed_down(self, preload: Sequence[str]) -> str:
         """Start the server for ``preload`` (without waiting) and return the value of
-        that hands it to the graders this process
-        starts."""
+        ``FORK_SERVER_ENV`` that hands it to the graders this process starts."""
         key = tuple(preload)
         self.start(key)
         proc, path = self._servers.get(key) or self._starting[key]
