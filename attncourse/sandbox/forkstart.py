@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 
 from attncourse.sandbox.forkclient import FORK_SERVER_ENV
-from attncourse.sandbox.tempdirs import FORKSERVER, owned_tempdir
+from attncourse.sandbox.tempdirs import FORKSERVER, alive, owned_tempdir
 
 # How long a grader waits for a handed-down server still importing its modules, while that
 # server lives (a server is ready in about 4 s on an idle core).
@@ -135,20 +135,10 @@ def _ready(pid: int, path: str) -> str | None:
         if info is not None:
             mine = info.st_uid == os.geteuid() and not info.st_mode & 0o077
             ok = stat.S_ISSOCK(info.st_mode) and mine and _private(os.path.dirname(path))
-            return path if ok and _alive(pid) else None
-        if not _alive(pid) or time.monotonic() > deadline:
+            return path if ok and alive(pid) else None
+        if not alive(pid) or time.monotonic() > deadline:
             return None
         time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False  # another user's process: not a server of ours
-    return True
 
 
 def _stop(proc: subprocess.Popen, home: str) -> None:

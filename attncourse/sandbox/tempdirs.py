@@ -44,6 +44,14 @@ def _owner(record: Path) -> int | None:
         return None
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` lives (one that is only a zombie is gone; another user's counts
+    as alive, not ours to judge)."""
+    import psutil
+
+    return _alive(psutil, pid)
+
+
 def _alive(psutil: Any, pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
